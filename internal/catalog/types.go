@@ -1,0 +1,65 @@
+package catalog
+
+// Dialect is a wire format a deployment speaks and a surface callers use.
+type Dialect string
+
+// The dialects Switchyard speaks (R-DIALECT-1).
+const (
+	OpenAI    Dialect = "openai"    // OpenAI chat completions (base URL ends in /v1)
+	Anthropic Dialect = "anthropic" // Anthropic messages (base URL is the root; /v1/messages is appended)
+)
+
+// Price is a listed price in USD per million tokens.
+type Price struct {
+	InputPerMTokUSD  float64
+	OutputPerMTokUSD float64
+}
+
+// Model is a catalog entry that callers name (R-MODEL). Routes lists every route that serves it,
+// in catalog order (deployment order in the configuration).
+type Model struct {
+	ID      string
+	Aliases []string
+	// ContextWindowTokens is the model's context window; 0 means not filtered by context fit.
+	ContextWindowTokens int
+	// MaxOutputTokens is the default max_tokens when a request omits it and the reserve basis;
+	// 0 means unknown (4096 is then used where a number is needed).
+	MaxOutputTokens int
+	// Price is the model's billing price (R-BILL-3); nil means bill at the serving route's price.
+	Price  *Price
+	Routes []*Route
+}
+
+// Deployment is one provider endpoint with a wire dialect and the routes it serves.
+type Deployment struct {
+	// Name is unique in the catalog; used in pins, provider.order, audit and headers.
+	Name string
+	// Provider is the provider id (defaults to Name).
+	Provider string
+	Dialect  Dialect
+	// BaseURL is the provider's root as its own SDK takes it (OpenAI: ending in /v1).
+	BaseURL string
+	// APIKey is the gateway's credential for this deployment; never logged or shown.
+	APIKey string
+	// Priority orders equals: lower is tried first.
+	Priority int
+	// Tier is the supply tier (official, value, ...); Region is informational.
+	Tier   string
+	Region string
+	Routes []*Route
+}
+
+// Route is one deployment serving one catalog model.
+type Route struct {
+	Deployment *Deployment
+	// Model is the catalog model id this route serves.
+	Model string
+	// UpstreamModel is the id sent to the provider (defaults to Model).
+	UpstreamModel string
+	// Price is the route's listed price; nil means unpriced.
+	Price *Price
+	// Weight is the relative weight among equals (default 1).
+	Weight float64
+	// ContextWindowTokens overrides the model's window when non-zero.
+	ContextWindowTokens int
+}

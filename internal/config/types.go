@@ -1,0 +1,136 @@
+package config
+
+import "time"
+
+// Config is the whole configuration file (contract.md, "Configuration file"). Field comments give
+// units and defaults; applyDefaults fills zero values and Validate rejects bad ones.
+type Config struct {
+	Server      Server       `yaml:"server"`
+	Store       Store        `yaml:"store"`
+	Admission   Admission    `yaml:"admission"`
+	Routing     Routing      `yaml:"routing"`
+	Models      []Model      `yaml:"models"`
+	Deployments []Deployment `yaml:"deployments"`
+	Keys        []Key        `yaml:"keys"`
+	Admin       Admin        `yaml:"admin"`
+	Auth        Auth         `yaml:"auth"`
+
+	// File is the path the configuration was read from ("" for built-in defaults). Not in YAML.
+	File string `yaml:"-"`
+}
+
+// Server configures the listener.
+type Server struct {
+	// Listen is HOST:PORT (default 127.0.0.1:8080).
+	Listen string `yaml:"listen"`
+	// MaxBodyBytes caps a request body (default 32 MiB); larger is 413 request_too_large.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ShutdownGrace is how long in-flight requests may finish after SIGTERM (default 30s).
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+}
+
+// Store selects the embedded or shared store: sqlite://REL, sqlite:///ABS, postgres://...
+// Default sqlite://switchyard.db.
+type Store struct {
+	URL string `yaml:"url"`
+}
+
+// Admission selects the admission store: memory:// (default) or redis://...
+type Admission struct {
+	URL string `yaml:"url"`
+}
+
+// Routing configures ordering, deadlines and circuits.
+type Routing struct {
+	// Strategy is price (default), latency, throughput, reliability, balanced or priority.
+	Strategy   string     `yaml:"strategy"`
+	PriceBlend PriceBlend `yaml:"price_blend"`
+	Timeouts   Timeouts   `yaml:"timeouts"`
+	Circuit    Circuit    `yaml:"circuit"`
+}
+
+// PriceBlend weighs input and output prices for the price strategy (default 3:1, R-ORDER-2).
+type PriceBlend struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// Timeouts are the upstream deadlines (R-FAIL-5).
+type Timeouts struct {
+	// Headers is the non-streaming response-headers deadline (default 60s).
+	Headers Duration `yaml:"headers"`
+	// StreamHeaders is the streaming response-headers deadline (default 20s).
+	StreamHeaders Duration `yaml:"stream_headers"`
+	// StreamIdle is the longest gap between two upstream stream frames (keep-alives count) before
+	// the attempt is a hang (default 60s). Before commit it fails over; after, it truncates.
+	StreamIdle Duration `yaml:"stream_idle"`
+}
+
+// Circuit configures the breakers (R-CIRCUIT-1, R-CIRCUIT-7).
+type Circuit struct {
+	// Failures is the count of consecutive failover-eligible failures that opens a circuit (default 2).
+	Failures int `yaml:"failures"`
+	// Cooldown is how long an open circuit stays open before one probe (default 30s).
+	Cooldown Duration `yaml:"cooldown"`
+}
+
+// Price is USD per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// Model is a catalog entry.
+type Model struct {
+	ID              string   `yaml:"id"`
+	Aliases         []string `yaml:"aliases"`
+	ContextWindow   int      `yaml:"context_window"`    // tokens; 0 = not filtered by context fit
+	MaxOutputTokens int      `yaml:"max_output_tokens"` // tokens; default max_tokens and reserve basis
+	Price           *Price   `yaml:"price"`             // optional billing price (R-BILL-3)
+}
+
+// Deployment is one provider endpoint.
+type Deployment struct {
+	Name     string  `yaml:"name"`
+	Provider string  `yaml:"provider"` // defaults to Name
+	Dialect  string  `yaml:"dialect"`  // openai | anthropic
+	BaseURL  string  `yaml:"base_url"`
+	APIKey   string  `yaml:"api_key"`
+	Priority int     `yaml:"priority"`
+	Tier     string  `yaml:"tier"`
+	Region   string  `yaml:"region"`
+	Routes   []Route `yaml:"routes"`
+}
+
+// Route is a deployment serving a catalog model.
+type Route struct {
+	Model         string  `yaml:"model"`
+	UpstreamModel string  `yaml:"upstream_model"` // defaults to Model
+	Price         *Price  `yaml:"price"`
+	Weight        float64 `yaml:"weight"`         // default 1
+	ContextWindow int     `yaml:"context_window"` // tokens; overrides the model's
+}
+
+// Key is a static API key.
+type Key struct {
+	Name    string `yaml:"name"`
+	Secret  string `yaml:"secret"`
+	Account string `yaml:"account"` // default "default"
+}
+
+// Admin configures the admin API; an empty Token turns it off.
+type Admin struct {
+	Token string `yaml:"token"`
+}
+
+// Auth configures caller authentication.
+type Auth struct {
+	// Required defaults to true; false lets requests without a key through (local use only).
+	Required *bool `yaml:"required"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("20s") in YAML.
+type Duration time.Duration
+
+// D returns the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
