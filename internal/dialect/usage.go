@@ -1,0 +1,16 @@
+// Package dialect holds what every wire dialect shares: the canonical usage, and (with the
+// translation issue) the canonical request and stream-event types that codecs translate through.
+// The per-dialect packages (dialect/openai, dialect/anthropic) import this one, never each other.
+package dialect
+
+// Usage is provider-reported token usage in one canonical, additive form: the prompt is
+// Input + Cached + CacheWrite tokens (Anthropic's convention; OpenAI's prompt_tokens includes
+// cached tokens, so Input = prompt_tokens - cached - cache_write there). Output includes
+// Reasoning, which is reported separately as a subset. All counts are tokens.
+type Usage struct {
+	Input      int64 `json:"input"`
+	Cached     int64 `json:"cached"`
+	CacheWrite int64 `json:"cache_write"`
+	Output     int64 `json:"output"`
+	Reasoning  int64 `json:"reasoning"`
+}
