@@ -1,0 +1,374 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+func newTestSet() (*Set, *fakeClock) {
+	clk := newClock()
+	return NewSet(Settings{Now: clk.Now}, Settings{Now: clk.Now}), clk
+}
+
+// attempt admits (provider, deployment, model) and reports err, failing the test on a refusal.
+func attempt(t *testing.T, s *Set, provider, deployment, model string, err error) {
+	t.Helper()
+	tk, aerr := s.Admit(provider, deployment, model)
+	if aerr != nil {
+		t.Fatalf("Admit(%s, %s, %s) refused: %v", provider, deployment, model, aerr)
+	}
+	tk.Done(err)
+}
+
+func hang() error {
+	return &failure.Error{Class: failure.UpstreamTimeout, Msg: "no headers", Hang: true}
+}
+
+func stateOf(s *Set, deployment, model string) StateInfo {
+	for _, si := range s.States() {
+		if si.Deployment == deployment && si.Model == model {
+			return si
+		}
+	}
+	return StateInfo{Deployment: deployment, Model: model, State: State(-1)}
+}
+
+// TestSetHang: two hangs of model A at deployment D open (D, A) only; D keeps serving B
+// (R-CIRCUIT-5).
+func TestSetHang(t *testing.T) {
+	s, clk := newTestSet()
+	attempt(t, s, "p", "D", "A", hang())
+	attempt(t, s, "p", "D", "B", nil) // resets D's count, not (D, A)'s
+	attempt(t, s, "p", "D", "A", hang())
+
+	_, err := s.Admit("p", "D", "A")
+	var oe *OpenError
+	if !errors.As(err, &oe) || !errors.Is(err, ErrOpen) || oe.Deployment != "D" || oe.Model != "A" {
+		t.Fatalf("Admit(D, A) = %v, want *OpenError for (D, A)", err)
+	}
+	if want := epoch.Add(DefaultCooldown); !oe.Until.Equal(want) {
+		t.Errorf("OpenError.Until = %v, want %v", oe.Until, want)
+	}
+	if !s.Open("p", "D", "A") {
+		t.Error("Open(D, A) = false, want true")
+	}
+	if s.Open("p", "D", "B") {
+		t.Error("Open(D, B) = true, want false: the deployment's other models keep serving")
+	}
+	if got := stateOf(s, "D", ""); got.State != Closed {
+		t.Errorf("deployment D is %v, want closed", got.State)
+	}
+	attempt(t, s, "p", "D", "B", nil)
+
+	// The refusal by (D, A) must not have left D's circuit holding anything: D still closed.
+	clk.Advance(DefaultCooldown)
+	if s.Open("p", "D", "A") {
+		t.Error("Open(D, A) after the cooldown = true, want false (probe available)")
+	}
+	tk, err := s.Admit("p", "D", "A")
+	if err != nil {
+		t.Fatalf("probe refused: %v", err)
+	}
+	if !s.Open("p", "D", "A") {
+		t.Error("Open(D, A) with the probe in flight = false, want true")
+	}
+	tk.Done(nil)
+	if got := stateOf(s, "D", "A"); got.State != Closed {
+		t.Errorf("(D, A) after a successful probe is %v, want closed", got.State)
+	}
+}
+
+// TestSetHangOpensDeploymentToo: two hangs in a row with nothing between also count on D
+// (R-CIRCUIT-5: a hang counts on both circuits).
+func TestSetHangOpensDeploymentToo(t *testing.T) {
+	s, _ := newTestSet()
+	attempt(t, s, "p", "D", "A", hang())
+	attempt(t, s, "p", "D", "A", hang())
+	if got := stateOf(s, "D", ""); got.State != Open {
+		t.Fatalf("deployment D is %v, want open", got.State)
+	}
+	_, err := s.Admit("p", "D", "B")
+	var oe *OpenError
+	if !errors.As(err, &oe) || oe.Model != "" || oe.Deployment != "D" {
+		t.Fatalf("Admit(D, B) = %v, want the deployment circuit's refusal", err)
+	}
+}
+
+// TestSetCounting: which failures count on which circuit (R-CIRCUIT-3, R-CIRCUIT-5, R-FAIL-11).
+func TestSetCounting(t *testing.T) {
+	tests := []struct {
+		name          string
+		err           error
+		wantDepOpen   bool
+		wantModelOpen bool
+	}{
+		{"success", nil, false, false},
+		{"typed nil *failure.Error is success", (*failure.Error)(nil), false, false},
+		{"non-hang upstream_error counts on the deployment only", failure.New(failure.UpstreamError, "502"), true, false},
+		{"plain transport error is upstream_error", errors.New("connection reset"), true, false},
+		{"upstream_auth counts", failure.New(failure.UpstreamAuth, "bad key"), true, false},
+		{"truncation after commit counts", failure.New(failure.UpstreamTruncated, "cut"), true, false},
+		{"hang counts on both", hang(), true, true},
+		{"deadline cause is a hang", context.DeadlineExceeded, true, true},
+		{"hang then caller cancel counts on both", &failure.Error{Class: failure.Cancelled, Hang: true}, true, true},
+		{"invalid_request never counts", failure.New(failure.InvalidRequest, "bad"), false, false},
+		{"context_overflow never counts", failure.New(failure.ContextOverflow, "big"), false, false},
+		{"content_policy never counts", failure.New(failure.ContentPolicy, "no"), false, false},
+		{"request_too_large never counts", failure.New(failure.RequestTooLarge, "big"), false, false},
+		{"cancelled never counts", failure.New(failure.Cancelled, "gone"), false, false},
+		{"context.Canceled never counts", fmt.Errorf("send: %w", context.Canceled), false, false},
+		{"caller rate_limited never counts", failure.New(failure.RateLimited, "rpm"), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestSet()
+			attempt(t, s, "p", "D", "A", tt.err)
+			attempt(t, s, "p", "D", "A", tt.err)
+			if got := stateOf(s, "D", "").State == Open; got != tt.wantDepOpen {
+				t.Errorf("deployment open = %v, want %v", got, tt.wantDepOpen)
+			}
+			if got := stateOf(s, "D", "A").State == Open; got != tt.wantModelOpen {
+				t.Errorf("(deployment, model) open = %v, want %v", got, tt.wantModelOpen)
+			}
+			if got := s.Open("p", "D", "A"); got != (tt.wantDepOpen || tt.wantModelOpen) {
+				t.Errorf("Open = %v", got)
+			}
+		})
+	}
+}
+
+// TestSetNeutralFreesProbe: a cancelled probe releases the half-open slot on both circuits
+// without a transition (R-FAIL-11, R-CIRCUIT-2).
+func TestSetNeutralFreesProbe(t *testing.T) {
+	s, clk := newTestSet()
+	attempt(t, s, "p", "D", "A", hang())
+	attempt(t, s, "p", "D", "A", hang())
+	clk.Advance(DefaultCooldown)
+	tk, err := s.Admit("p", "D", "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit("p", "D", "A"); !errors.Is(err, ErrOpen) {
+		t.Fatalf("second Admit while probing = %v, want ErrOpen", err)
+	}
+	tk.Done(context.Canceled)
+	for _, m := range []string{"", "A"} {
+		if got := stateOf(s, "D", m).State; got != HalfOpen {
+			t.Errorf("circuit (D, %q) after a cancelled probe is %v, want half-open", m, got)
+		}
+	}
+	if s.Open("p", "D", "A") {
+		t.Error("Open after a cancelled probe = true, want false")
+	}
+	attempt(t, s, "p", "D", "A", nil)
+	if got := stateOf(s, "D", "").State; got != Closed {
+		t.Errorf("after the second probe succeeded D is %v, want closed", got)
+	}
+}
+
+// TestSetModelRefusalReturnsDeploymentProbe: when D is half-open and (D, A) refuses, the probe
+// slot Admit took on D is given back, so another model can probe D. The model circuits have
+// their own settings (a longer cooldown here).
+func TestSetModelRefusalReturnsDeploymentProbe(t *testing.T) {
+	clk := newClock()
+	s := NewSet(Settings{Cooldown: 10 * time.Second, Now: clk.Now}, Settings{Cooldown: time.Minute, Now: clk.Now})
+	attempt(t, s, "p", "D", "A", hang())
+	attempt(t, s, "p", "D", "A", hang()) // D open until 10s, (D, A) until 60s
+	clk.Advance(10 * time.Second)
+
+	_, err := s.Admit("p", "D", "A")
+	var oe *OpenError
+	if !errors.As(err, &oe) || oe.Model != "A" {
+		t.Fatalf("Admit(D, A) = %v, want a refusal by (D, A)", err)
+	}
+	if want := epoch.Add(time.Minute); !oe.Until.Equal(want) {
+		t.Errorf("Until = %v, want %v", oe.Until, want)
+	}
+	if s.Open("p", "D", "B") {
+		t.Fatal("D's probe slot leaked: Open(D, B) = true")
+	}
+	tk, err := s.Admit("p", "D", "B")
+	if err != nil {
+		t.Fatalf("Admit(D, B) = %v, want D's probe", err)
+	}
+	if _, err := s.Admit("p", "D", "C"); !errors.As(err, &oe) || oe.Model != "" || !oe.Until.IsZero() {
+		t.Fatalf("Admit(D, C) during D's probe = %v, want D's refusal with zero Until", err)
+	}
+	tk.Done(nil)
+	if got := stateOf(s, "D", "").State; got != Closed {
+		t.Errorf("D is %v after B's probe succeeded, want closed", got)
+	}
+	if !s.Open("p", "D", "A") {
+		t.Error("(D, A) no longer open")
+	}
+}
+
+// TestSetProviderPause: an upstream 429 pauses every deployment of its provider for the
+// retry-after clamped to 1..60s (R-CIRCUIT-4).
+func TestSetProviderPause(t *testing.T) {
+	tests := []struct {
+		retryAfter, want time.Duration
+	}{
+		{5 * time.Second, 5 * time.Second},
+		{0, time.Second},
+		{200 * time.Millisecond, time.Second},
+		{300 * time.Second, 60 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.retryAfter.String(), func(t *testing.T) {
+			s, clk := newTestSet()
+			attempt(t, s, "openai", "D1", "A", nil)
+			attempt(t, s, "openai", "D1", "A",
+				&failure.Error{Class: failure.UpstreamRateLimited, Msg: "429", RetryAfter: tt.retryAfter})
+
+			for _, d := range []string{"D1", "D2"} {
+				_, err := s.Admit("openai", d, "B")
+				var pe *PausedError
+				if !errors.As(err, &pe) || !errors.Is(err, ErrPaused) {
+					t.Fatalf("Admit(openai, %s) = %v, want *PausedError", d, err)
+				}
+				if want := epoch.Add(tt.want); !pe.Until.Equal(want) || pe.Provider != "openai" {
+					t.Errorf("PausedError = %+v, want Until %v", pe, want)
+				}
+				if !s.Open("openai", d, "B") {
+					t.Errorf("Open(openai, %s) = false during the pause", d)
+				}
+			}
+			if s.Open("anthropic", "D3", "A") {
+				t.Error("another provider is paused")
+			}
+			attempt(t, s, "anthropic", "D3", "A", nil)
+
+			clk.Advance(tt.want - time.Nanosecond)
+			if !s.Open("openai", "D2", "B") {
+				t.Error("pause ended early")
+			}
+			clk.Advance(time.Nanosecond)
+			if s.Open("openai", "D2", "B") {
+				t.Error("pause did not end")
+			}
+			attempt(t, s, "openai", "D2", "B", nil)
+			// The 429 counted on D1's circuit: one more counted failure opens it.
+			attempt(t, s, "openai", "D1", "A", failure.New(failure.UpstreamError, "502"))
+			if got := stateOf(s, "D1", "").State; got != Open {
+				t.Errorf("D1 is %v; the 429 did not count on its circuit", got)
+			}
+		})
+	}
+}
+
+// TestSetPauseNeverShortens: a shorter retry-after does not cut a longer pause in force.
+func TestSetPauseNeverShortens(t *testing.T) {
+	s, clk := newTestSet()
+	rl := func(d time.Duration) error {
+		return &failure.Error{Class: failure.UpstreamRateLimited, RetryAfter: d}
+	}
+	attempt(t, s, "p", "D1", "A", rl(30*time.Second))
+	s.pause("p", 2*time.Second) // as Done does for a later 429 that was admitted before the pause
+	clk.Advance(10 * time.Second)
+	if !s.Open("p", "D1", "A") {
+		t.Fatal("a shorter retry-after shortened the pause")
+	}
+}
+
+func TestSetStates(t *testing.T) {
+	s, clk := newTestSet()
+	attempt(t, s, "p", "D2", "A", nil)
+	attempt(t, s, "p", "D1", "A", nil)
+	attempt(t, s, "p", "D1", "B", hang())
+	attempt(t, s, "p", "D1", "B", hang())
+	clk.Advance(time.Second)
+	want := []StateInfo{
+		{Deployment: "D1", State: Open, OpenUntil: epoch.Add(DefaultCooldown)},
+		{Deployment: "D1", Model: "A", State: Closed},
+		{Deployment: "D1", Model: "B", State: Open, OpenUntil: epoch.Add(DefaultCooldown)},
+		{Deployment: "D2", State: Closed},
+		{Deployment: "D2", Model: "A", State: Closed},
+	}
+	got := s.States()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("States() =\n%v\nwant\n%v", got, want)
+	}
+	clk.Advance(DefaultCooldown)
+	if got := stateOf(s, "D1", "B"); got.State != HalfOpen || !got.OpenUntil.IsZero() {
+		t.Errorf("after the cooldown (D1, B) = %+v, want half-open with zero OpenUntil", got)
+	}
+}
+
+func TestSetOpenUnknownRoute(t *testing.T) {
+	s, _ := newTestSet()
+	if s.Open("p", "nowhere", "none") {
+		t.Error("an unknown route is open")
+	}
+	if len(s.States()) != 0 {
+		t.Error("Open created breakers")
+	}
+	Ticket{}.Done(errors.New("x")) // the zero Ticket is inert
+}
+
+// TestAdmitDoneNoAlloc guards the hot path: Admit+Done on a closed circuit does not allocate.
+func TestAdmitDoneNoAlloc(t *testing.T) {
+	clk := newClock()
+	s := NewSet(Settings{Now: clk.Now}, Settings{})
+	s.pause("paused-once", time.Second) // a provider with a pause entry that has ended
+	clk.Advance(time.Second)
+	for _, provider := range []string{"p", "paused-once"} {
+		attempt(t, s, provider, "D", "A", nil)
+		allocs := testing.AllocsPerRun(1000, func() {
+			tk, err := s.Admit(provider, "D", "A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.Done(nil)
+		})
+		if allocs != 0 {
+			t.Errorf("provider %s: Admit+Done allocates %v times per run, want 0", provider, allocs)
+		}
+	}
+}
+
+func BenchmarkAdmitDone(b *testing.B) {
+	s := NewSet(Settings{}, Settings{})
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tk, err := s.Admit("openai", "openai-us", "gpt-5")
+			if err != nil {
+				b.Fatal(err)
+			}
+			tk.Done(nil)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				tk, err := s.Admit("openai", "openai-us", "gpt-5")
+				if err != nil {
+					b.Fatal(err)
+				}
+				tk.Done(nil)
+			}
+		})
+	})
+	b.Run("parallel-spread", func(b *testing.B) {
+		deps := []string{"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				tk, err := s.Admit("openai", deps[i%len(deps)], "gpt-5")
+				if err != nil {
+					b.Fatal(err)
+				}
+				tk.Done(nil)
+				i++
+			}
+		})
+	})
+}
