@@ -17,6 +17,11 @@ type Config struct {
 
 	// File is the path the configuration was read from ("" for built-in defaults). Not in YAML.
 	File string `yaml:"-"`
+
+	// pos records where each value came from (file:line by path) and which values were written
+	// explicitly; nil for a Config built in Go. Validate uses it to prefix problems with file:line,
+	// applyDefaults to tell an explicit zero (rejected) from an absent field (defaulted).
+	pos *positions
 }
 
 // Server configures the listener.

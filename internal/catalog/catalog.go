@@ -1,0 +1,175 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/switchyard-gw/switchyard/internal/config"
+)
+
+// Catalog is an immutable snapshot of the models callers can name and the deployments and
+// routes that serve them. Build it with New; nothing in it may be modified afterwards, so one
+// *Catalog is safe for concurrent use and a reload swaps in a new one.
+type Catalog struct {
+	// Models in configuration order.
+	Models []*Model
+	// Deployments in configuration order; each route's Deployment points into this list.
+	Deployments []*Deployment
+
+	names       map[string]name // model id or alias -> model
+	deployments map[string]*Deployment
+}
+
+// name is one entry of the name table: a model id (alias false) or an alias of Model.
+type name struct {
+	model *Model
+	alias bool
+}
+
+// New builds a catalog from cfg (normally validated by config.Load). Model.Routes lists a
+// model's routes in catalog order: deployment order in the configuration, then route order
+// within the deployment. Provider defaults to the deployment name, UpstreamModel to the model
+// id and a zero Weight to 1, so a Config built in Go needs no defaults pass.
+//
+// New rejects, with every problem joined: a nil cfg, an empty or duplicate model id, alias or
+// deployment name, an alias equal to a model id, an unknown dialect, and a route whose model is
+// not a catalog model id or that its deployment already routes.
+func New(cfg *config.Config) (*Catalog, error) {
+	if cfg == nil {
+		return nil, errors.New("catalog: nil configuration")
+	}
+	c := &Catalog{
+		Models:      make([]*Model, 0, len(cfg.Models)),
+		Deployments: make([]*Deployment, 0, len(cfg.Deployments)),
+		names:       make(map[string]name, 2*len(cfg.Models)),
+		deployments: make(map[string]*Deployment, len(cfg.Deployments)),
+	}
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("catalog: "+format, args...)) }
+
+	for _, mc := range cfg.Models {
+		if mc.ID == "" {
+			fail("a model has an empty id")
+			continue
+		}
+		if _, dup := c.names[mc.ID]; dup {
+			fail("model %q is defined twice", mc.ID)
+			continue
+		}
+		m := &Model{
+			ID:                  mc.ID,
+			Aliases:             append([]string(nil), mc.Aliases...),
+			ContextWindowTokens: mc.ContextWindow,
+			MaxOutputTokens:     mc.MaxOutputTokens,
+			Price:               price(mc.Price),
+		}
+		c.Models = append(c.Models, m)
+		c.names[m.ID] = name{model: m}
+	}
+	for _, m := range c.Models {
+		for _, a := range m.Aliases {
+			switch prev, dup := c.names[a]; {
+			case a == "":
+				fail("model %q has an empty alias", m.ID)
+			case dup && !prev.alias:
+				fail("alias %q of model %q is a model id", a, m.ID)
+			case dup:
+				fail("alias %q is defined twice", a)
+			default:
+				c.names[a] = name{model: m, alias: true}
+			}
+		}
+	}
+
+	for _, dc := range cfg.Deployments {
+		if dc.Name == "" {
+			fail("a deployment has an empty name")
+			continue
+		}
+		if _, dup := c.deployments[dc.Name]; dup {
+			fail("deployment %q is defined twice", dc.Name)
+			continue
+		}
+		d := &Deployment{
+			Name:     dc.Name,
+			Provider: dc.Provider,
+			Dialect:  Dialect(dc.Dialect),
+			BaseURL:  dc.BaseURL,
+			APIKey:   dc.APIKey,
+			Priority: dc.Priority,
+			Tier:     dc.Tier,
+			Region:   dc.Region,
+			Routes:   make([]*Route, 0, len(dc.Routes)),
+		}
+		if d.Provider == "" {
+			d.Provider = d.Name
+		}
+		if d.Dialect != OpenAI && d.Dialect != Anthropic {
+			fail("deployment %q: unknown dialect %q", d.Name, dc.Dialect)
+		}
+		for _, rc := range dc.Routes {
+			n, ok := c.names[rc.Model]
+			switch {
+			case !ok:
+				fail("deployment %q routes model %q, which is not in the catalog", d.Name, rc.Model)
+				continue
+			case n.alias:
+				fail("deployment %q routes %q, an alias of %q; routes name model ids", d.Name, rc.Model, n.model.ID)
+				continue
+			case d.routes(rc.Model):
+				fail("deployment %q routes model %q twice", d.Name, rc.Model)
+				continue
+			}
+			r := &Route{
+				Deployment:          d,
+				Model:               rc.Model,
+				UpstreamModel:       rc.UpstreamModel,
+				Price:               price(rc.Price),
+				Weight:              rc.Weight,
+				ContextWindowTokens: rc.ContextWindow,
+			}
+			if r.UpstreamModel == "" {
+				r.UpstreamModel = r.Model
+			}
+			if r.Weight == 0 {
+				r.Weight = 1
+			}
+			d.Routes = append(d.Routes, r)
+			n.model.Routes = append(n.model.Routes, r)
+		}
+		c.Deployments = append(c.Deployments, d)
+		c.deployments[d.Name] = d
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func (d *Deployment) routes(model string) bool {
+	for _, r := range d.Routes {
+		if r.Model == model {
+			return true
+		}
+	}
+	return false
+}
+
+func price(p *config.Price) *Price {
+	if p == nil {
+		return nil
+	}
+	return &Price{InputPerMTokUSD: p.Input, OutputPerMTokUSD: p.Output}
+}
+
+// Deployment returns the deployment named name, or nil when there is none.
+func (c *Catalog) Deployment(name string) *Deployment { return c.deployments[name] }
+
+// Model returns the model whose id is exactly id (no alias, no snapshot, case-sensitive), or
+// nil when there is none. Use Resolve for what a caller sends.
+func (c *Catalog) Model(id string) *Model {
+	if n, ok := c.names[id]; ok && !n.alias {
+		return n.model
+	}
+	return nil
+}

@@ -1,0 +1,328 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// strategyNames lists the routing.strategy names (R-ORDER), in contract order, for messages.
+const strategyNames = "price, latency, throughput, reliability, balanced, priority"
+
+func validStrategy(s string) bool {
+	switch s {
+	case "price", "latency", "throughput", "reliability", "balanced", "priority":
+		return true
+	}
+	return false
+}
+
+// Validate checks a configuration after defaults and returns every problem, joined with
+// errors.Join, each a *Problem with file:line when the Config was read by Load or Parse. It
+// rejects, and never corrects:
+//
+//   - server: listen not HOST:PORT; max_body_bytes <= 0; negative shutdown_grace.
+//   - store.url not sqlite://PATH, postgres:// or postgresql://; admission.url not memory://,
+//     redis:// or rediss://.
+//   - routing: a strategy other than price, latency, throughput, reliability, balanced or
+//     priority; a negative or non-finite price_blend weight, or
+//     both zero; a deadline or cooldown <= 0; circuit.failures < 1.
+//   - models: an empty, duplicate or whitespace-holding id or alias; an alias equal to a model
+//     id; negative context_window or max_output_tokens; a negative or non-finite price.
+//   - deployments: an empty or duplicate name; a name or provider outside [A-Za-z0-9._-]; a
+//     dialect other than openai or anthropic; a base_url that is not an absolute http(s) URL; negative
+//     priority; a route whose model is not a catalog model id (an alias is named as such), or
+//     that the deployment already routes; negative price or context_window; weight <= 0.
+//   - keys: an empty or duplicate name; while auth is required, an empty or duplicate secret.
+//
+// A catalog model that no deployment routes is allowed (it is listed but every request for it
+// fails as unavailable; BYOK connections may serve it). An empty catalog is allowed. Messages
+// never echo a credential or a URL.
+func (c *Config) Validate() error {
+	v := validator{pos: c.pos}
+	v.server(&c.Server)
+	v.stores(c)
+	v.routing(&c.Routing)
+	ids := v.models(c.Models)
+	v.deployments(c.Deployments, ids)
+	v.keys(c.Keys, c.AuthRequired())
+	return errors.Join(v.problems...)
+}
+
+type validator struct {
+	pos      *positions
+	problems []error
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.problems = append(v.problems, v.pos.problem(path, format, args...))
+}
+
+func (v *validator) server(s *Server) {
+	if host, port, err := net.SplitHostPort(s.Listen); err != nil || !validPort(port) || strings.ContainsAny(host, " \t") {
+		v.add("server.listen", "%q is not HOST:PORT (e.g. 127.0.0.1:8080; port 0 picks a free port)", s.Listen)
+	}
+	if s.MaxBodyBytes <= 0 {
+		v.add("server.max_body_bytes", "must be > 0 bytes, got %d (omit it for the default %d)", s.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	if s.ShutdownGrace < 0 {
+		v.add("server.shutdown_grace", "must not be negative, got %s", s.ShutdownGrace)
+	}
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535 && p != "" && p[0] != '+' && p[0] != '-'
+}
+
+func (v *validator) stores(c *Config) {
+	scheme, rest, ok := strings.Cut(c.Store.URL, "://")
+	switch {
+	case !ok:
+		v.add("store.url", "must be sqlite://PATH, sqlite:///ABS/PATH or postgres://...")
+	case scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql":
+		v.add("store.url", "unsupported scheme %q: want sqlite:// or postgres://", scheme)
+	case scheme == "sqlite" && strings.Trim(rest, "/") == "":
+		v.add("store.url", "sqlite:// needs a database path (sqlite://switchyard.db or sqlite:///abs/path.db)")
+	case scheme != "sqlite" && !parsesWithHost(c.Store.URL):
+		v.add("store.url", "is not a valid %s:// URL", scheme)
+	}
+	scheme, _, ok = strings.Cut(c.Admission.URL, "://")
+	switch {
+	case !ok:
+		v.add("admission.url", "must be memory:// or redis://HOST:PORT/DB")
+	case scheme == "memory":
+	case scheme == "redis" || scheme == "rediss":
+		if !parsesWithHost(c.Admission.URL) {
+			v.add("admission.url", "is not a valid %s:// URL", scheme)
+		}
+	default:
+		v.add("admission.url", "unsupported scheme %q: want memory:// or redis://", scheme)
+	}
+}
+
+func parsesWithHost(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Host != ""
+}
+
+func (v *validator) routing(r *Routing) {
+	if !validStrategy(r.Strategy) {
+		v.add("routing.strategy", "unknown strategy %q: want one of %s", r.Strategy, strategyNames)
+	}
+	v.nonNegative("routing.price_blend.input", r.PriceBlend.Input)
+	v.nonNegative("routing.price_blend.output", r.PriceBlend.Output)
+	if r.PriceBlend.Input == 0 && r.PriceBlend.Output == 0 {
+		v.add("routing.price_blend", "input and output weights are both 0 (omit price_blend for the default 3:1)")
+	}
+	v.positiveDuration("routing.timeouts.headers", r.Timeouts.Headers, DefaultHeaders)
+	v.positiveDuration("routing.timeouts.stream_headers", r.Timeouts.StreamHeaders, DefaultStreamHeaders)
+	v.positiveDuration("routing.timeouts.stream_idle", r.Timeouts.StreamIdle, DefaultStreamIdle)
+	v.positiveDuration("routing.circuit.cooldown", r.Circuit.Cooldown, DefaultCooldown)
+	if r.Circuit.Failures < 1 {
+		v.add("routing.circuit.failures", "must be >= 1, got %d (omit it for the default %d)", r.Circuit.Failures, DefaultFailures)
+	}
+}
+
+func (v *validator) positiveDuration(path string, d Duration, def time.Duration) {
+	if d <= 0 {
+		v.add(path, "must be > 0, got %s (omit it for the default %s)", d, def)
+	}
+}
+
+func (v *validator) nonNegative(path string, f float64) {
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		v.add(path, "must be a finite number >= 0, got %v", f)
+	}
+}
+
+func (v *validator) nonNegativeInt(path string, n int) {
+	if n < 0 {
+		v.add(path, "must be >= 0, got %d", n)
+	}
+}
+
+func (v *validator) price(path string, p *Price) {
+	if p == nil {
+		return
+	}
+	v.nonNegative(path+".input", p.Input)
+	v.nonNegative(path+".output", p.Output)
+}
+
+// models checks the catalog and returns its names: id -> true for a model id, false for an alias.
+func (v *validator) models(models []Model) map[string]bool {
+	names := make(map[string]bool, len(models))
+	where := make(map[string]string, len(models)) // name -> path that defined it
+	for i, m := range models {
+		p := fmt.Sprintf("models[%d]", i)
+		if v.modelName(p+".id", m.ID) {
+			if prev, dup := where[m.ID]; dup {
+				v.add(p+".id", "model id %q is already defined at %s", m.ID, v.at(prev))
+			} else {
+				names[m.ID], where[m.ID] = true, p+".id"
+			}
+		}
+		v.nonNegativeInt(p+".context_window", m.ContextWindow)
+		v.nonNegativeInt(p+".max_output_tokens", m.MaxOutputTokens)
+		v.price(p+".price", m.Price)
+	}
+	// Aliases after every id, so that an alias equal to a later model's id is caught too.
+	for i, m := range models {
+		for j, a := range m.Aliases {
+			p := fmt.Sprintf("models[%d].aliases[%d]", i, j)
+			if !v.modelName(p, a) {
+				continue
+			}
+			if prev, dup := where[a]; dup {
+				kind := "an alias"
+				if names[a] {
+					kind = "a model id"
+				}
+				v.add(p, "alias %q is already %s at %s", a, kind, v.at(prev))
+				continue
+			}
+			names[a], where[a] = false, p
+		}
+	}
+	return names
+}
+
+// modelName checks an id or alias: non-empty, no whitespace or control characters.
+func (v *validator) modelName(path, s string) bool {
+	if s == "" {
+		v.add(path, "is empty")
+		return false
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		v.add(path, "%q contains whitespace or a control character", s)
+		return false
+	}
+	return true
+}
+
+func (v *validator) deployments(ds []Deployment, names map[string]bool) {
+	seen := make(map[string]string, len(ds))
+	for i := range ds {
+		d := &ds[i]
+		p := fmt.Sprintf("deployments[%d]", i)
+		if v.token(p+".name", d.Name) {
+			if prev, dup := seen[d.Name]; dup {
+				v.add(p+".name", "deployment %q is already defined at %s", d.Name, v.at(prev))
+			} else {
+				seen[d.Name] = p + ".name"
+			}
+		}
+		if d.Provider != d.Name {
+			v.token(p+".provider", d.Provider)
+		}
+		if d.Dialect != "openai" && d.Dialect != "anthropic" {
+			v.add(p+".dialect", "unknown dialect %q: want openai or anthropic", d.Dialect)
+		}
+		if u, err := url.Parse(d.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add(p+".base_url", "must be an absolute http:// or https:// URL")
+		} else if u.RawQuery != "" || u.Fragment != "" {
+			v.add(p+".base_url", "must not carry a query or fragment")
+		}
+		v.nonNegativeInt(p+".priority", d.Priority)
+		routed := make(map[string]string, len(d.Routes))
+		for j := range d.Routes {
+			v.route(fmt.Sprintf("%s.routes[%d]", p, j), &d.Routes[j], names, routed)
+		}
+	}
+}
+
+func (v *validator) route(p string, r *Route, names map[string]bool, routed map[string]string) {
+	isID, known := names[r.Model]
+	switch {
+	case r.Model == "":
+		v.add(p+".model", "is empty")
+	case !known:
+		v.add(p+".model", "model %q is not in the catalog (models:)", r.Model)
+	case !isID:
+		v.add(p+".model", "%q is an alias; a route names the model id it serves", r.Model)
+	default:
+		if prev, dup := routed[r.Model]; dup {
+			v.add(p+".model", "this deployment already routes %q at %s", r.Model, v.at(prev))
+		} else {
+			routed[r.Model] = p + ".model"
+		}
+	}
+	if r.UpstreamModel != r.Model {
+		v.modelName(p+".upstream_model", r.UpstreamModel)
+	}
+	v.price(p+".price", r.Price)
+	if !(r.Weight > 0) || math.IsInf(r.Weight, 0) {
+		v.add(p+".weight", "must be a finite number > 0, got %v (omit it for the default %d)", r.Weight, DefaultWeight)
+	}
+	v.nonNegativeInt(p+".context_window", r.ContextWindow)
+}
+
+// token checks a deployment name or provider id: non-empty, [A-Za-z0-9._-] only, since it
+// appears in `model:provider` pins, provider.order lists and response headers.
+func (v *validator) token(path, s string) bool {
+	if s == "" {
+		v.add(path, "is empty")
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			v.add(path, "%q may hold only letters, digits, '.', '_' and '-'", s)
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) keys(keys []Key, authRequired bool) {
+	names := make(map[string]string, len(keys))
+	secrets := make(map[string]string, len(keys))
+	for i, k := range keys {
+		p := fmt.Sprintf("keys[%d]", i)
+		if k.Name == "" {
+			v.add(p+".name", "is empty")
+		} else if prev, dup := names[k.Name]; dup {
+			v.add(p+".name", "key %q is already defined at %s", k.Name, v.at(prev))
+		} else {
+			names[k.Name] = p + ".name"
+		}
+		if !authRequired {
+			continue
+		}
+		switch prev, dup := secrets[k.Secret]; {
+		case k.Secret == "":
+			if name, ok := v.pos.unsetVarAt(p + ".secret"); ok {
+				v.add(p+".secret", "is empty: environment variable %s is not set (auth.required is true)", name)
+			} else {
+				v.add(p+".secret", "is empty (auth.required is true)")
+			}
+		case dup:
+			v.add(p+".secret", "is the same secret as %s", v.at(prev))
+		default:
+			secrets[k.Secret] = p + ".secret"
+		}
+	}
+}
+
+// at names where path is, for "already defined at" messages: "line 12" when known, else path.
+func (v *validator) at(path string) string {
+	if l := v.pos.line(path); l > 0 {
+		return "line " + strconv.Itoa(l)
+	}
+	return path
+}
+
+func (p *positions) unsetVarAt(path string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	name, ok := p.unsetVars[path]
+	return name, ok
+}
