@@ -1,0 +1,160 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by [Store.Record] and [Recorder.Lookup] when no record has the
+// requested id.
+var ErrNotFound = errors.New("audit: not found")
+
+// Store is what the [Recorder] needs from a persistent store.
+type Store interface {
+	// WriteRecords writes recs in one transaction: all or none. A record whose RequestID is
+	// already stored replaces the stored one. The store must not retain recs after returning.
+	WriteRecords(ctx context.Context, recs []*Record) error
+	// Record returns the stored record for requestID, or an error wrapping ErrNotFound.
+	Record(ctx context.Context, requestID string) (*Record, error)
+}
+
+// Outcomes of an attempt (Attempt.Outcome).
+const (
+	OutcomeCompleted = "completed" // the attempt served the response
+	OutcomeFailed    = "failed"    // failed before commit; the relay may have failed over
+	OutcomeTruncated = "truncated" // failed after commit: a terminal in-stream error
+	OutcomeCancelled = "cancelled" // the caller went away
+)
+
+// Usage provenances (Attempt.UsageProvenance).
+const (
+	ProvenanceObserved  = "observed"  // counts reported by the provider
+	ProvenanceEstimated = "estimated" // counted or estimated by the gateway
+	ProvenanceUnknown   = "unknown"   // no counts; Tokens are zero
+)
+
+// Tokens are the raw token counts of one attempt in the canonical additive form of
+// dialect.Usage: the prompt is Input + Cached + CacheWrite; Reasoning is a subset of Output.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Cached     int64 `json:"cached"`
+	CacheWrite int64 `json:"cache_write"`
+	Output     int64 `json:"output"`
+	Reasoning  int64 `json:"reasoning"`
+}
+
+// PriceSnapshot is the price an attempt was billed at, in USD per million tokens, as it was
+// when the attempt was dispatched (prices may change later).
+type PriceSnapshot struct {
+	InputPerMTokUSD  float64 `json:"input"`
+	OutputPerMTokUSD float64 `json:"output"`
+}
+
+// Attempt is one physical upstream call (R-AUDIT-2). A route skipped for an open circuit or a
+// pause is not an attempt (R-AUDIT-3).
+type Attempt struct {
+	Attempt       int    `json:"attempt"`        // 1-based, in dispatch order
+	Deployment    string `json:"deployment"`     // deployment name
+	Provider      string `json:"provider"`       // provider id of the deployment
+	Model         string `json:"model"`          // catalog model id the route serves
+	UpstreamModel string `json:"upstream_model"` // model id sent to the provider
+	Outcome       string `json:"outcome"`        // one of the Outcome* constants
+	ErrorCode     string `json:"error_code"`     // canonical failure class; "" on success
+	Tokens        Tokens `json:"tokens"`
+	// UsageProvenance is one of the Provenance* constants; "" is written as is.
+	UsageProvenance string `json:"usage_provenance"`
+	// ReservedMaxUSD is the most the attempt could have cost, reserved before dispatch; 0 when
+	// nothing was reserved.
+	ReservedMaxUSD float64 `json:"reserved_max_usd"`
+	CostUSD        float64 `json:"cost_usd"` // billed cost in USD; 0 for an unbilled attempt
+	// BillingSource says where the price came from, e.g. "model_price", "route_price",
+	// "unpriced".
+	BillingSource string `json:"billing_source"`
+	// Price is the price snapshot used for billing; nil (JSON null) when unpriced.
+	Price *PriceSnapshot `json:"price"`
+	// DispatchedAt is when the request was sent upstream; JSON as RFC 3339 with nanoseconds,
+	// in UTC.
+	DispatchedAt time.Time `json:"dispatched_at"`
+	// HeadersMS is milliseconds from dispatch to the upstream response headers; nil (JSON
+	// null) when none arrived.
+	HeadersMS *float64 `json:"headers_ms"`
+	// FirstTokenMS is milliseconds from dispatch to the first semantic output; nil (JSON
+	// null) when none arrived.
+	FirstTokenMS *float64 `json:"first_token_ms"`
+	// DroppedParams names the request fields accepted but not forwarded; JSON always an array
+	// ([] when nil or empty).
+	DroppedParams []string `json:"dropped_params"`
+}
+
+// attemptJSON has Attempt's fields and encoding without its MarshalJSON method.
+type attemptJSON Attempt
+
+// MarshalJSON encodes a as in R-AUDIT-2: dropped_params is always an array and
+// dispatched_at is in UTC.
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	if a.DroppedParams == nil {
+		a.DroppedParams = []string{}
+	}
+	a.DispatchedAt = a.DispatchedAt.UTC()
+	return json.Marshal(attemptJSON(a))
+}
+
+// Record is the audit record of one request: the body of GET /v1/generation (R-AUDIT-2).
+type Record struct {
+	RequestID string `json:"request_id"` // the x-request-id sent to the caller
+	Model     string `json:"model"`      // the model string as the caller sent it
+	Surface   string `json:"surface"`    // openai.chat, openai.responses, anthropic.messages, ...
+	// Account is the account of the calling key; "" when authentication is off. GET
+	// /v1/generation answers only keys of the same account.
+	Account   string `json:"account,omitempty"`
+	Status    int    `json:"status"`     // HTTP status sent to the caller; 200 for a committed stream
+	ErrorCode string `json:"error_code"` // canonical class of the final outcome; "" on success
+	Stream    bool   `json:"stream"`
+	// CreatedAt is when the request arrived; JSON as RFC 3339 with nanoseconds, in UTC.
+	CreatedAt  time.Time `json:"created_at"`
+	DurationMS float64   `json:"duration_ms"` // milliseconds from arrival to the last byte sent
+	// Attempts lists every physical attempt in dispatch order; JSON always an array.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// recordJSON has Record's fields and encoding without its MarshalJSON method.
+type recordJSON Record
+
+// MarshalJSON encodes r as in R-AUDIT-2: attempts is always an array and created_at is in
+// UTC.
+func (r Record) MarshalJSON() ([]byte, error) {
+	if r.Attempts == nil {
+		r.Attempts = []Attempt{}
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	return json.Marshal(recordJSON(r))
+}
+
+// Clone returns a deep copy of r.
+func (r *Record) Clone() *Record {
+	c := *r
+	if r.Attempts != nil {
+		c.Attempts = make([]Attempt, len(r.Attempts))
+		for i, a := range r.Attempts {
+			if a.Price != nil {
+				p := *a.Price
+				a.Price = &p
+			}
+			if a.HeadersMS != nil {
+				v := *a.HeadersMS
+				a.HeadersMS = &v
+			}
+			if a.FirstTokenMS != nil {
+				v := *a.FirstTokenMS
+				a.FirstTokenMS = &v
+			}
+			if a.DroppedParams != nil {
+				a.DroppedParams = append([]string{}, a.DroppedParams...)
+			}
+			c.Attempts[i] = a
+		}
+	}
+	return &c
+}

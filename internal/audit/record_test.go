@@ -1,0 +1,88 @@
+package audit
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// TestRecordJSON pins the JSON shape of GET /v1/generation (R-AUDIT-2): every field name, null
+// for absent latencies and price, [] for no dropped params or attempts, times in UTC.
+func TestRecordJSON(t *testing.T) {
+	paris := time.FixedZone("CET", 3600)
+	rec := Record{
+		RequestID: "req_1", Model: "claude-sonnet-4-5", Surface: "openai.chat", Account: "acct",
+		Status: 200, Stream: true,
+		CreatedAt:  time.Date(2026, 3, 1, 13, 0, 0, 500, paris),
+		DurationMS: 812.5,
+		Attempts: []Attempt{{
+			Attempt: 1, Deployment: "anthropic", Provider: "anthropic", Model: "claude-sonnet-4-5",
+			UpstreamModel: "claude-sonnet-4-5-20250929", Outcome: OutcomeFailed, ErrorCode: "upstream_error",
+			UsageProvenance: ProvenanceUnknown, ReservedMaxUSD: 0.96, BillingSource: "unpriced",
+			DispatchedAt: time.Date(2026, 3, 1, 12, 0, 0, 1000, time.UTC),
+			HeadersMS:    ptr(41.0),
+		}, {
+			Attempt: 2, Deployment: "bedrock", Provider: "aws", Model: "claude-sonnet-4-5",
+			UpstreamModel: "anthropic.claude-sonnet-4-5", Outcome: OutcomeCompleted,
+			Tokens:          Tokens{Input: 10, Cached: 20, CacheWrite: 30, Output: 40, Reasoning: 5},
+			UsageProvenance: ProvenanceObserved, ReservedMaxUSD: 0.96, CostUSD: 0.00069,
+			BillingSource: "route_price", Price: &PriceSnapshot{InputPerMTokUSD: 3, OutputPerMTokUSD: 15},
+			DispatchedAt: time.Date(2026, 3, 1, 12, 0, 0, 2000, time.UTC),
+			HeadersMS:    ptr(120.25), FirstTokenMS: ptr(300.5),
+			DroppedParams: []string{"logprobs", "seed"},
+		}},
+	}
+	got, err := json.Marshal(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"request_id":"req_1","model":"claude-sonnet-4-5","surface":"openai.chat","account":"acct",` +
+		`"status":200,"error_code":"","stream":true,"created_at":"2026-03-01T12:00:00.0000005Z","duration_ms":812.5,` +
+		`"attempts":[{"attempt":1,"deployment":"anthropic","provider":"anthropic","model":"claude-sonnet-4-5",` +
+		`"upstream_model":"claude-sonnet-4-5-20250929","outcome":"failed","error_code":"upstream_error",` +
+		`"tokens":{"input":0,"cached":0,"cache_write":0,"output":0,"reasoning":0},"usage_provenance":"unknown",` +
+		`"reserved_max_usd":0.96,"cost_usd":0,"billing_source":"unpriced","price":null,` +
+		`"dispatched_at":"2026-03-01T12:00:00.000001Z","headers_ms":41,"first_token_ms":null,"dropped_params":[]},` +
+		`{"attempt":2,"deployment":"bedrock","provider":"aws","model":"claude-sonnet-4-5",` +
+		`"upstream_model":"anthropic.claude-sonnet-4-5","outcome":"completed","error_code":"",` +
+		`"tokens":{"input":10,"cached":20,"cache_write":30,"output":40,"reasoning":5},"usage_provenance":"observed",` +
+		`"reserved_max_usd":0.96,"cost_usd":0.00069,"billing_source":"route_price","price":{"input":3,"output":15},` +
+		`"dispatched_at":"2026-03-01T12:00:00.000002Z","headers_ms":120.25,"first_token_ms":300.5,` +
+		`"dropped_params":["logprobs","seed"]}]}`
+	if string(got) != want {
+		t.Errorf("JSON mismatch\n got %s\nwant %s", got, want)
+	}
+
+	// A record without attempts and account: attempts is [], account is omitted.
+	got, err = json.Marshal(Record{RequestID: "r", CreatedAt: time.Unix(0, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantEmpty = `{"request_id":"r","model":"","surface":"","status":0,"error_code":"","stream":false,` +
+		`"created_at":"1970-01-01T00:00:00Z","duration_ms":0,"attempts":[]}`
+	if string(got) != wantEmpty {
+		t.Errorf("JSON mismatch\n got %s\nwant %s", got, wantEmpty)
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	orig := &Record{RequestID: "r", Attempts: []Attempt{{
+		Price: &PriceSnapshot{InputPerMTokUSD: 1}, HeadersMS: ptr(1.0), FirstTokenMS: ptr(2.0),
+		DroppedParams: []string{"seed"},
+	}, {DroppedParams: []string{}}}}
+	c := orig.Clone()
+	c.Attempts[0].Price.InputPerMTokUSD = 9
+	*c.Attempts[0].HeadersMS = 9
+	*c.Attempts[0].FirstTokenMS = 9
+	c.Attempts[0].DroppedParams[0] = "x"
+	c.Attempts[1].Outcome = "x"
+	a := orig.Attempts[0]
+	if a.Price.InputPerMTokUSD != 1 || *a.HeadersMS != 1 || *a.FirstTokenMS != 2 || a.DroppedParams[0] != "seed" || orig.Attempts[1].Outcome != "" {
+		t.Errorf("Clone shares memory with the original: %+v", orig)
+	}
+	if c.Attempts[1].DroppedParams == nil {
+		t.Error("Clone turned an empty DroppedParams into nil")
+	}
+}

@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
+)
+
+// DefaultURL is the store used when the configuration names none: switchyard.db in the
+// working directory.
+const DefaultURL = "sqlite://switchyard.db"
+
+// Store is an open persistent store: every consumer's interface, plus health and lifetime.
+type Store interface {
+	audit.Store
+	// Ping reports whether the store answers, for /readyz.
+	Ping(ctx context.Context) error
+	// Close releases the store; call it once, after the last use.
+	Close() error
+}
+
+var _ Store = (*sqlite.DB)(nil)
+
+// Open opens the store named by url, creating and migrating it as needed; "" means
+// DefaultURL. Schemes are case-sensitive. It returns an error for a postgres:// or postgresql:// URL (not supported yet),
+// for any other scheme, and for whatever the backend's Open returns.
+func Open(ctx context.Context, url string) (Store, error) {
+	if url == "" {
+		url = DefaultURL
+	}
+	scheme, _, ok := strings.Cut(url, "://")
+	if !ok {
+		// The url is not echoed: a mistyped postgres URL may carry a password.
+		return nil, fmt.Errorf("store: url has no scheme (want sqlite://path.db or postgres://...)")
+	}
+	switch scheme {
+	case "sqlite":
+		db, err := sqlite.Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return db, nil
+	case "postgres", "postgresql":
+		return nil, fmt.Errorf("store: postgres is not supported yet (url scheme %s://)", scheme)
+	default:
+		return nil, fmt.Errorf("store: unsupported url scheme %s:// (want sqlite:// or postgres://)", scheme)
+	}
+}
