@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+)
+
+// demoConfig is the demo's catalog: two models, each served by a primary deployment that fails
+// every other request and a backup, all emulated in-process. The primaries are cheaper, so the
+// price strategy tries them first and a failover shows in GET /v1/generation.
+const demoConfig = `
+server:
+  listen: %s
+store:
+  url: %s
+auth:
+  required: false
+models:
+  - id: gpt-4o-mini
+    context_window: 128000
+    max_output_tokens: 16384
+  - id: claude-haiku-4-5
+    aliases: [rp-haiku-4-5]
+    context_window: 200000
+    max_output_tokens: 64000
+deployments:
+  - name: openai-primary
+    provider: openai
+    dialect: openai
+    base_url: %s
+    api_key: demo
+    routes:
+      - model: gpt-4o-mini
+        price: {input: 0.15, output: 0.60}
+  - name: openai-backup
+    provider: reseller
+    dialect: openai
+    base_url: %s
+    api_key: demo
+    routes:
+      - model: gpt-4o-mini
+        price: {input: 0.18, output: 0.72}
+  - name: anthropic-primary
+    provider: anthropic
+    dialect: anthropic
+    base_url: %s
+    api_key: demo
+    routes:
+      - model: claude-haiku-4-5
+        price: {input: 1.0, output: 5.0}
+  - name: anthropic-backup
+    provider: cloud
+    dialect: anthropic
+    base_url: %s
+    api_key: demo
+    routes:
+      - model: claude-haiku-4-5
+        price: {input: 1.1, output: 5.5}
+`
+
+// demoFlaky scripts a primary to fail every other request, starting with the first: 503 on the
+// OpenAI side, 529 overloaded on the Anthropic side. Two failures never come in a row, so the
+// circuit stays closed and every failure is a visible failover.
+func demoFlaky(p *fakeprovider.Provider, status int) {
+	bs := make([]fakeprovider.Behavior, 0, 2000)
+	for range 1000 {
+		bs = append(bs, fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: status}, fakeprovider.Behavior{})
+	}
+	p.Script(bs...)
+}
+
+func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8080", "listen address")
+	storeURL := fs.String("store", "sqlite://switchyard-demo.db", "store URL for the audit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fakes := []struct {
+		name   string
+		d      catalog.Dialect
+		status int // 0: healthy
+	}{
+		{"openai-primary", catalog.OpenAI, 503},
+		{"openai-backup", catalog.OpenAI, 0},
+		{"anthropic-primary", catalog.Anthropic, 529},
+		{"anthropic-backup", catalog.Anthropic, 0},
+	}
+	urls := make([]any, 0, len(fakes))
+	for _, f := range fakes {
+		p := fakeprovider.New(f.name, f.d)
+		if f.status != 0 {
+			demoFlaky(p, f.status)
+		}
+		u, err := startFake(ctx, p, f.d)
+		if err != nil {
+			return err
+		}
+		urls = append(urls, u)
+	}
+	yaml := fmt.Sprintf(demoConfig, append([]any{*listen, *storeURL}, urls...)...)
+	cfg, err := config.Parse("demo", []byte(yaml))
+	if err != nil {
+		return err
+	}
+	return run(ctx, cfg, func(addr string) { printDemo(out, addr) })
+}
+
+func printDemo(out io.Writer, addr string) {
+	base := "http://" + addr
+	s := strings.NewReplacer("BASE", base).Replace(`
+Switchyard demo: emulated providers, authentication off. Every other request to a primary
+deployment fails, so about half the requests below fail over to the backup.
+
+  curl -s BASE/v1/models
+
+  curl -si BASE/v1/chat/completions -H 'content-type: application/json' \
+    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello"}]}'
+
+  curl -sN BASE/v1/messages -H 'content-type: application/json' -H 'anthropic-version: 2023-06-01' \
+    -d '{"model":"claude-haiku-4-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Hello"}]}'
+
+  # then, with the x-request-id of a response:
+  curl -s 'BASE/v1/generation?id=REQUEST_ID'
+
+SDKs: OpenAI base URL BASE/v1, Anthropic base URL BASE, any API key.
+`)
+	fmt.Fprint(out, s)
+}

@@ -1,0 +1,169 @@
+package anthropic
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+)
+
+// ParseRequest reads the fields routing needs from a messages body without decoding it
+// (R-DIALECT-3). Errors are *failure.Error of class invalid_request naming the field: a body
+// that is not a JSON object, a missing or non-string `model`, a non-array `messages`, a
+// non-boolean `stream`, a missing or non-integer `max_tokens`.
+func ParseRequest(body []byte) (dialect.RequestInfo, error) {
+	var info dialect.RequestInfo
+	if !gjson.ValidBytes(body) {
+		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	}
+	root := gjson.Parse(dialect.View(body))
+	if !root.IsObject() {
+		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
+	}
+	m := root.Get("model")
+	if m.Type != gjson.String || m.Str == "" {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "model", Msg: "model: a non-empty string is required"}
+	}
+	info.Model = strings.Clone(m.Str)
+	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
+	if msgs := root.Get("messages"); !msgs.IsArray() {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "messages: an array is required"}
+	}
+	switch s := root.Get("stream"); s.Type {
+	case gjson.Null, gjson.False:
+	case gjson.True:
+		info.Stream = true
+	default:
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "stream", Msg: "stream: a boolean is required"}
+	}
+	mt := root.Get("max_tokens")
+	if mt.Type != gjson.Number || mt.Num < 0 || mt.Num != float64(int64(mt.Num)) {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "max_tokens", Msg: "max_tokens: a non-negative integer is required"}
+	}
+	info.MaxTokens = int64(mt.Num)
+	return info, nil
+}
+
+// AppendUpstreamBody appends the body sent upstream: the caller's body with `model` replaced by
+// upstreamModel. Anthropic always reports usage, so nothing else changes.
+func AppendUpstreamBody(dst, body []byte, info *dialect.RequestInfo, upstreamModel string) []byte {
+	return dialect.SpliceString(dst, body, info.ModelStart, info.ModelEnd, upstreamModel)
+}
+
+// ScanFrame classifies one upstream messages stream event and, for frames to forward, appends
+// the re-framed event (with `event:` and `data:` lines; message_start's model echoed as
+// st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6). message_start's input-token preamble and
+// message_delta's cumulative usage update st.Usage. FrameError frames are not appended.
+func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
+	root := gjson.Parse(dialect.View(ev.Data))
+	typ := string(ev.Name)
+	if typ == "" {
+		typ = root.Get("type").Str
+	}
+	kind := dialect.FrameLifecycle
+	data := ev.Data
+	switch typ {
+	case "error":
+		return dst, dialect.FrameError
+	case "message_stop":
+		kind = dialect.FrameDone
+	case "message_start":
+		readUsage(root.Get("message.usage"), &st.Usage, true)
+		st.Scratch = dialect.AppendWithModel(st.Scratch[:0], data, "message.model", st.RequestedModel)
+		data = st.Scratch
+	case "content_block_start":
+		if blockIsSemantic(root.Get("content_block")) {
+			kind = dialect.FrameSemantic
+		}
+	case "content_block_delta":
+		if deltaIsSemantic(root.Get("delta")) {
+			kind = dialect.FrameSemantic
+		}
+	case "message_delta":
+		// The stop reason and the final cumulative usage report (R-FAIL-2).
+		readUsage(root.Get("usage"), &st.Usage, false)
+		st.UsageSeen = true
+		kind = dialect.FrameSemantic
+	case "ping", "content_block_stop":
+	default:
+		// An event type this gateway does not know yet: forwarded, it does not commit.
+	}
+	return appendEvent(dst, typ, data), kind
+}
+
+func blockIsSemantic(b gjson.Result) bool {
+	switch b.Get("type").Str {
+	case "text":
+		return b.Get("text").Str != ""
+	case "thinking":
+		return b.Get("thinking").Str != ""
+	case "":
+		return false
+	}
+	return true // tool_use, server_tool_use, redacted_thinking, results: output
+}
+
+func deltaIsSemantic(d gjson.Result) bool {
+	switch d.Get("type").Str {
+	case "text_delta":
+		return d.Get("text").Str != ""
+	case "thinking_delta":
+		return d.Get("thinking").Str != ""
+	case "input_json_delta":
+		return true
+	case "signature_delta", "citations_delta":
+		return true
+	}
+	return d.Exists()
+}
+
+func appendEvent(dst []byte, name string, data []byte) []byte {
+	dst = append(dst, "event: "...)
+	dst = append(dst, name...)
+	dst = append(dst, "\ndata: "...)
+	dst = dialect.AppendOneLine(dst, data)
+	return append(dst, '\n', '\n')
+}
+
+// readUsage merges an Anthropic usage object into out. Values are cumulative; a field overwrites
+// only when present (as the official accumulator does). Anthropic's input_tokens already exclude
+// cache reads and writes, which is the canonical form.
+func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
+	if !u.IsObject() {
+		return
+	}
+	if v := u.Get("input_tokens"); v.Exists() {
+		out.Input = v.Int()
+	}
+	if v := u.Get("cache_read_input_tokens"); v.Exists() {
+		out.Cached = v.Int()
+	}
+	if v := u.Get("cache_creation_input_tokens"); v.Exists() {
+		out.CacheWrite = v.Int()
+	}
+	if v := u.Get("output_tokens"); v.Exists() && !start {
+		out.Output = v.Int()
+	}
+	if v := u.Get("output_tokens_details.thinking_tokens"); v.Exists() {
+		out.Reasoning = v.Int()
+	}
+}
+
+// RewriteResponse checks a non-stream message body, appends it to dst with `model` echoed as
+// requestedModel, and returns the reported usage (ok=false when the body has none). A body that
+// is not a JSON object is an upstream_error (it fails over: nothing was sent yet).
+func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+	var u dialect.Usage
+	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() {
+		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	}
+	ur := dialect.Get(body, "usage")
+	ok := ur.IsObject()
+	if ok {
+		readUsage(ur, &u, false)
+	}
+	return dialect.AppendWithModel(dst, body, "model", requestedModel), u, ok, nil
+}

@@ -1,0 +1,88 @@
+package anthropic
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+)
+
+func TestParseRequest(t *testing.T) {
+	for _, tc := range []struct{ name, body, param string }{
+		{"ok", `{"model":"c","max_tokens":10,"messages":[]}`, "-"},
+		{"no max_tokens", `{"model":"c","messages":[]}`, "max_tokens"},
+		{"model number", `{"model":1,"max_tokens":10,"messages":[]}`, "model"},
+		{"messages object", `{"model":"c","max_tokens":10,"messages":{}}`, "messages"},
+		{"stream string", `{"model":"c","max_tokens":10,"messages":[],"stream":"y"}`, "stream"},
+		{"garbage", `nope`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := ParseRequest([]byte(tc.body))
+			if tc.param == "-" {
+				if err != nil || info.Model != "c" || info.MaxTokens != 10 {
+					t.Fatalf("%+v %v", info, err)
+				}
+				return
+			}
+			if fe := failure.From(err); fe == nil || fe.Class != failure.InvalidRequest || fe.Param != tc.param {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+// R-FAIL-2's decision: message_start, ping and an empty content_block_start are lifecycle;
+// deltas, a tool_use block start and message_delta (the final usage report) are semantic;
+// message_stop ends; `event: error` is an in-stream error.
+func TestScanFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name, event, data string
+		kind              dialect.FrameKind
+	}{
+		{"message_start", "message_start", `{"type":"message_start","message":{"id":"m","model":"up","usage":{"input_tokens":12,"output_tokens":1}}}`, dialect.FrameLifecycle},
+		{"ping", "ping", `{"type":"ping"}`, dialect.FrameLifecycle},
+		{"empty text block", "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`, dialect.FrameLifecycle},
+		{"tool block", "content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`, dialect.FrameSemantic},
+		{"text delta", "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`, dialect.FrameSemantic},
+		{"thinking delta", "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`, dialect.FrameSemantic},
+		{"json delta", "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`, dialect.FrameSemantic},
+		{"message_delta", "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`, dialect.FrameSemantic},
+		{"stop", "message_stop", `{"type":"message_stop"}`, dialect.FrameDone},
+		{"error", "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, dialect.FrameError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var st dialect.StreamState
+			st.Reset("mine", false)
+			out, kind := ScanFrame(nil, sse.Event{Name: []byte(tc.event), Data: []byte(tc.data)}, &st)
+			if kind != tc.kind {
+				t.Fatalf("kind %d want %d", kind, tc.kind)
+			}
+			if kind == dialect.FrameError {
+				if len(out) != 0 {
+					t.Fatalf("forwarded %q", out)
+				}
+				return
+			}
+			if !strings.HasPrefix(string(out), "event: "+tc.event+"\ndata: ") {
+				t.Fatalf("frame %q", out)
+			}
+			if tc.event == "message_start" && (!strings.Contains(string(out), `"model":"mine"`) || strings.Contains(string(out), `"up"`)) {
+				t.Fatalf("model not echoed: %q", out)
+			}
+		})
+	}
+}
+
+// Usage: message_start's input preamble plus message_delta's cumulative output.
+func TestScanFrameUsage(t *testing.T) {
+	var st dialect.StreamState
+	st.Reset("m", false)
+	ScanFrame(nil, sse.Event{Name: []byte("message_start"), Data: []byte(`{"type":"message_start","message":{"usage":{"input_tokens":12,"cache_read_input_tokens":4,"cache_creation_input_tokens":2,"output_tokens":1}}}`)}, &st)
+	ScanFrame(nil, sse.Event{Name: []byte("message_delta"), Data: []byte(`{"type":"message_delta","usage":{"output_tokens":9}}`)}, &st)
+	want := dialect.Usage{Input: 12, Cached: 4, CacheWrite: 2, Output: 9}
+	if !st.UsageSeen || st.Usage != want {
+		t.Fatalf("usage %+v", st.Usage)
+	}
+}

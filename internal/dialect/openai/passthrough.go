@@ -1,0 +1,218 @@
+package openai
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+)
+
+// ParseRequest reads the fields routing needs from a chat-completions body without decoding it
+// (R-DIALECT-3). Errors are *failure.Error of class invalid_request naming the field:
+// a body that is not a JSON object, a missing or non-string `model`, a non-boolean `stream`,
+// a non-integer `n` or `n` > 1 (R-MODEL-7), a non-array `messages`.
+func ParseRequest(body []byte) (dialect.RequestInfo, error) {
+	var info dialect.RequestInfo
+	if !gjson.ValidBytes(body) {
+		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	}
+	root := gjson.Parse(dialect.View(body))
+	if !root.IsObject() {
+		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
+	}
+	m := root.Get("model")
+	if m.Type != gjson.String || m.Str == "" {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "model", Msg: "`model` is required and must be a non-empty string"}
+	}
+	info.Model = strings.Clone(m.Str) // m.Str aliases the body
+	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
+	if msgs := root.Get("messages"); !msgs.IsArray() {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "`messages` is required and must be an array"}
+	}
+	switch s := root.Get("stream"); s.Type {
+	case gjson.Null:
+	case gjson.True:
+		info.Stream = true
+	case gjson.False:
+	default:
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "stream", Msg: "`stream` must be a boolean"}
+	}
+	if n := root.Get("n"); n.Exists() && n.Type != gjson.Null {
+		if n.Type != gjson.Number || n.Num != float64(int64(n.Num)) || n.Num < 1 {
+			return info, &failure.Error{Class: failure.InvalidRequest, Param: "n", Msg: "`n` must be a positive integer"}
+		}
+		if n.Num > 1 {
+			return info, &failure.Error{Class: failure.InvalidRequest, Param: "n", Msg: "`n` > 1 is not supported: every response has a single choice"}
+		}
+	}
+	if so := root.Get("stream_options"); so.Exists() && so.Type != gjson.Null {
+		if !so.IsObject() {
+			return info, &failure.Error{Class: failure.InvalidRequest, Param: "stream_options", Msg: "`stream_options` must be an object"}
+		}
+		info.IncludeUsage = so.Get("include_usage").Type == gjson.True
+	}
+	for _, k := range [...]string{"max_completion_tokens", "max_tokens"} {
+		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
+			if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) {
+				return info, &failure.Error{Class: failure.InvalidRequest, Param: k, Msg: "`" + k + "` must be a non-negative integer"}
+			}
+			info.MaxTokens = int64(v.Num)
+			break
+		}
+	}
+	return info, nil
+}
+
+// AppendUpstreamBody appends the body sent upstream: the caller's body with `model` replaced by
+// upstreamModel and, on a stream, `stream_options.include_usage` forced on so that usage is
+// always reported for billing (wire.md §8.1). Every other byte is the caller's.
+func AppendUpstreamBody(dst, body []byte, info *dialect.RequestInfo, upstreamModel string) []byte {
+	if !info.Stream || info.IncludeUsage {
+		return dialect.SpliceString(dst, body, info.ModelStart, info.ModelEnd, upstreamModel)
+	}
+	so := dialect.Get(body, "stream_options")
+	if !so.Exists() || so.Type == gjson.Null {
+		// Insert the member right after the opening brace; the model splice comes later in the body.
+		open := 0
+		for open < len(body) && body[open] != '{' {
+			open++
+		}
+		dst = append(dst, body[:open+1]...)
+		dst = append(dst, `"stream_options":{"include_usage":true},`...)
+		return dialect.SpliceString(dst, body[open+1:], info.ModelStart-open-1, info.ModelEnd-open-1, upstreamModel)
+	}
+	// stream_options present without include_usage: rare; rebuild the object member.
+	start, end := so.Index, so.Index+len(so.Raw)
+	obj := so.Raw
+	inner := obj[1 : len(obj)-1]
+	iu := so.Get("include_usage")
+	var member []byte
+	if iu.Exists() { // iu.Index is absolute in body, like so.Index
+		rel := iu.Index - so.Index
+		member = append(member, obj[:rel]...)
+		member = append(member, "true"...)
+		member = append(member, obj[rel+len(iu.Raw):]...)
+	} else {
+		member = append(member, `{"include_usage":true`...)
+		if len(trimSpace(inner)) > 0 {
+			member = append(member, ',')
+			member = append(member, inner...)
+		}
+		member = append(member, '}')
+	}
+	// Splice model and stream_options in body order.
+	if info.ModelStart < start {
+		dst = dialect.SpliceString(dst, body[:start], info.ModelStart, info.ModelEnd, upstreamModel)
+		dst = append(dst, member...)
+		return append(dst, body[end:]...)
+	}
+	dst = append(dst, body[:start]...)
+	dst = append(dst, member...)
+	return dialect.SpliceString(dst, body[end:], info.ModelStart-end, info.ModelEnd-end, upstreamModel)
+}
+
+func trimSpace(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\n' || s[0] == '\t' || s[0] == '\r') {
+		s = s[1:]
+	}
+	return s
+}
+
+// ScanFrame classifies one upstream chat-completions stream event and, for frames to forward,
+// appends the re-framed event (model echoed as st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6).
+// Usage chunks update st.Usage; they are forwarded only when the caller asked (FrameDrop
+// otherwise). FrameError frames are not appended: the caller gets the gateway's own error.
+func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
+	data := ev.Data
+	if len(data) == 6 && string(data) == "[DONE]" {
+		return append(dst, "data: [DONE]\n\n"...), dialect.FrameDone
+	}
+	root := gjson.Parse(dialect.View(data))
+	if root.Get("error").Exists() {
+		return dst, dialect.FrameError
+	}
+	kind := dialect.FrameLifecycle
+	if u := root.Get("usage"); u.IsObject() {
+		readUsage(u, &st.Usage)
+		st.UsageSeen = true
+		kind = dialect.FrameSemantic
+		if !st.IncludeUsage && !root.Get("choices.0").Exists() {
+			return dst, dialect.FrameDrop
+		}
+	}
+	if kind == dialect.FrameLifecycle {
+		c := root.Get("choices.0")
+		if c.Exists() {
+			if fr := c.Get("finish_reason"); fr.Exists() && fr.Type != gjson.Null {
+				kind = dialect.FrameSemantic
+			} else if d := c.Get("delta"); d.IsObject() && deltaIsSemantic(d) {
+				kind = dialect.FrameSemantic
+			}
+		}
+	}
+	st.Scratch = dialect.AppendWithModel(st.Scratch[:0], data, "model", st.RequestedModel)
+	return appendData(dst, st.Scratch), kind
+}
+
+// deltaIsSemantic reports whether a chunk delta carries output (text, reasoning, a tool call or
+// a refusal); a role-only or empty delta does not.
+func deltaIsSemantic(d gjson.Result) bool {
+	semantic := false
+	d.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "role", "obfuscation":
+			return true
+		case "content", "refusal", "reasoning", "reasoning_content":
+			if v.Type == gjson.String && v.Str != "" {
+				semantic = true
+			}
+		case "tool_calls", "function_call", "audio":
+			if v.Type != gjson.Null {
+				semantic = true
+			}
+		}
+		return !semantic
+	})
+	return semantic
+}
+
+func appendData(dst, data []byte) []byte {
+	dst = append(dst, "data: "...)
+	dst = dialect.AppendOneLine(dst, data)
+	return append(dst, '\n', '\n')
+}
+
+// readUsage converts an OpenAI usage object into the canonical additive form.
+func readUsage(u gjson.Result, out *dialect.Usage) {
+	prompt := u.Get("prompt_tokens").Int()
+	cached := u.Get("prompt_tokens_details.cached_tokens").Int()
+	write := u.Get("prompt_tokens_details.cache_write_tokens").Int()
+	in := prompt - cached - write
+	if in < 0 {
+		in = 0
+	}
+	*out = dialect.Usage{
+		Input: in, Cached: cached, CacheWrite: write,
+		Output:    u.Get("completion_tokens").Int(),
+		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int(),
+	}
+}
+
+// RewriteResponse checks a non-stream chat.completion body, appends it to dst with `model`
+// echoed as requestedModel, and returns the reported usage (ok=false when the body has none).
+// A body that is not a JSON object is an upstream_error (it fails over: nothing was sent yet).
+func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+	var u dialect.Usage
+	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() {
+		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	}
+	ur := dialect.Get(body, "usage")
+	ok := ur.IsObject()
+	if ok {
+		readUsage(ur, &u)
+	}
+	return dialect.AppendWithModel(dst, body, "model", requestedModel), u, ok, nil
+}

@@ -1,0 +1,145 @@
+package openai
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+)
+
+// R-MODEL-7, R-DIALECT-3: ParseRequest reads what routing needs and refuses bad input with a
+// typed invalid_request naming the field.
+func TestParseRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, param string
+		ok                bool
+		want              dialect.RequestInfo
+	}{
+		{name: "plain", body: `{"model":"gpt-4o","messages":[]}`, ok: true, want: dialect.RequestInfo{Model: "gpt-4o"}},
+		{name: "stream usage", body: `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":12}`, ok: true,
+			want: dialect.RequestInfo{Model: "m", Stream: true, IncludeUsage: true, MaxTokens: 12}},
+		{name: "n=1 ok", body: `{"model":"m","messages":[],"n":1}`, ok: true, want: dialect.RequestInfo{Model: "m"}},
+		{name: "n=2", body: `{"model":"m","messages":[],"n":2}`, param: "n"},
+		{name: "n string", body: `{"model":"m","messages":[],"n":"2"}`, param: "n"},
+		{name: "not json", body: `{"model":`, param: ""},
+		{name: "array", body: `[1]`, param: ""},
+		{name: "model number", body: `{"model":5,"messages":[]}`, param: "model"},
+		{name: "model empty", body: `{"model":"","messages":[]}`, param: "model"},
+		{name: "no messages", body: `{"model":"m"}`, param: "messages"},
+		{name: "stream string", body: `{"model":"m","messages":[],"stream":"yes"}`, param: "stream"},
+		{name: "max_tokens negative", body: `{"model":"m","messages":[],"max_tokens":-1}`, param: "max_tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := ParseRequest([]byte(tc.body))
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				info.ModelStart, info.ModelEnd = 0, 0
+				if info != tc.want {
+					t.Fatalf("got %+v want %+v", info, tc.want)
+				}
+				return
+			}
+			fe := failure.From(err)
+			if fe == nil || fe.Class != failure.InvalidRequest || fe.Param != tc.param {
+				t.Fatalf("got %v (param %q), want invalid_request param %q", err, fe.Param, tc.param)
+			}
+		})
+	}
+}
+
+// R-DIALECT-3 and wire.md §8.1: only `model` changes, plus include_usage forced on a stream;
+// every other byte (unknown fields included) is the caller's.
+func TestAppendUpstreamBody(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"non-stream", `{"model":"a","messages":[],"x_unknown":{"k":[1,2]}}`, `{"model":"up","messages":[],"x_unknown":{"k":[1,2]}}`},
+		{"stream no options", `{"model":"a","stream":true,"messages":[]}`, `{"stream_options":{"include_usage":true},"model":"up","stream":true,"messages":[]}`},
+		{"stream with usage", `{"model":"a","stream":true,"stream_options":{"include_usage":true},"messages":[]}`, `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[]}`},
+		{"stream usage false", `{"model":"a","stream":true,"stream_options":{"include_usage":false},"messages":[]}`, `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[]}`},
+		{"options before model", `{"stream_options":{"include_obfuscation":false},"stream":true,"model":"a","messages":[]}`, `{"stream_options":{"include_usage":true,"include_obfuscation":false},"stream":true,"model":"up","messages":[]}`},
+		{"escaped id", `{"model":"a","messages":[]}`, `{"model":"up","messages":[]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := ParseRequest([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(AppendUpstreamBody(nil, []byte(tc.in), &info, "up"))
+			if got != tc.want {
+				t.Fatalf("\n got %s\nwant %s", got, tc.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatal("invalid JSON")
+			}
+		})
+	}
+}
+
+// R-FAIL-2: role-only chunks are lifecycle; text, tool calls, refusals, finish reasons and usage
+// are semantic; [DONE] ends; an error object is an in-stream error; a usage chunk is dropped
+// unless the caller asked (wire.md §1.5). The model is echoed as the caller's id (R-MODEL-6).
+func TestScanFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name, data   string
+		includeUsage bool
+		kind         dialect.FrameKind
+	}{
+		{"role only", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}],"usage":null}`, false, dialect.FrameLifecycle},
+		{"text", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`, false, dialect.FrameSemantic},
+		{"tool call", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}`, false, dialect.FrameSemantic},
+		{"refusal", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"refusal":"no"}}]}`, false, dialect.FrameSemantic},
+		{"reasoning", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`, false, dialect.FrameSemantic},
+		{"finish", `{"id":"c","model":"up","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, false, dialect.FrameSemantic},
+		{"usage asked", `{"id":"c","model":"up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, true, dialect.FrameSemantic},
+		{"usage not asked", `{"id":"c","model":"up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, false, dialect.FrameDrop},
+		{"error", `{"error":{"message":"overloaded","type":"server_error"}}`, false, dialect.FrameError},
+		{"done", `[DONE]`, false, dialect.FrameDone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var st dialect.StreamState
+			st.Reset("mine", tc.includeUsage)
+			out, kind := ScanFrame(nil, sse.Event{Data: []byte(tc.data)}, &st)
+			if kind != tc.kind {
+				t.Fatalf("kind %d, want %d", kind, tc.kind)
+			}
+			switch kind {
+			case dialect.FrameError, dialect.FrameDrop:
+				if len(out) != 0 {
+					t.Fatalf("forwarded %q", out)
+				}
+			case dialect.FrameDone:
+			default:
+				s := string(out)
+				if !strings.HasPrefix(s, "data: ") || !strings.HasSuffix(s, "\n\n") || !strings.Contains(s, `"model":"mine"`) || strings.Contains(s, `"up"`) {
+					t.Fatalf("frame %q", s)
+				}
+			}
+		})
+	}
+}
+
+// Usage is converted to the canonical additive form: OpenAI prompt_tokens include cached tokens.
+func TestScanFrameUsage(t *testing.T) {
+	var st dialect.StreamState
+	st.Reset("m", false)
+	ScanFrame(nil, sse.Event{Data: []byte(`{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":20,"prompt_tokens_details":{"cached_tokens":30},"completion_tokens_details":{"reasoning_tokens":5}}}`)}, &st)
+	want := dialect.Usage{Input: 70, Cached: 30, Output: 20, Reasoning: 5}
+	if !st.UsageSeen || st.Usage != want {
+		t.Fatalf("usage %+v", st.Usage)
+	}
+}
+
+// A JSON payload split over two data lines is forwarded as one valid data line.
+func TestScanFrameMultiLineData(t *testing.T) {
+	var st dialect.StreamState
+	st.Reset("m", false)
+	out, _ := ScanFrame(nil, sse.Event{Data: []byte("{\"model\":\"x\",\n\"choices\":[{\"delta\":{\"content\":\"a\"}}]}")}, &st)
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n")
+	if len(lines) != 1 || !json.Valid([]byte(strings.TrimPrefix(lines[0], "data: "))) {
+		t.Fatalf("frame %q", out)
+	}
+}

@@ -1,0 +1,137 @@
+package dialect
+
+import (
+	"bytes"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// RequestInfo is what the gateway reads from a same-dialect request body without decoding it
+// (R-DIALECT-3): the few fields routing and the commit gate need. The body itself is forwarded
+// with only `model` (and, on OpenAI streams, `stream_options.include_usage`) rewritten.
+type RequestInfo struct {
+	// Model is the caller's model string, as sent.
+	Model string
+	// Stream is the request's `stream` flag.
+	Stream bool
+	// IncludeUsage is OpenAI's `stream_options.include_usage` as the caller sent it: the usage
+	// chunk reaches the caller only when it asked (usage is always requested upstream).
+	IncludeUsage bool
+	// MaxTokens is the request's output cap in tokens (max_tokens / max_completion_tokens), 0 when absent.
+	MaxTokens int64
+	// ModelStart and ModelEnd are the byte offsets of the `model` JSON string value (quotes
+	// included) in the body, for the splice that rewrites it.
+	ModelStart, ModelEnd int
+}
+
+// FrameKind classifies one upstream stream event for the commit gate (R-FAIL-2).
+type FrameKind uint8
+
+// The frame kinds.
+const (
+	// FrameLifecycle frames (OpenAI's role-only chunk, Anthropic message_start, ping, an empty
+	// content_block_start, keep-alives) are held before commit and never commit by themselves.
+	FrameLifecycle FrameKind = iota
+	// FrameSemantic frames carry output: a text, reasoning or tool-call delta, a refusal, a
+	// finish reason or a final usage report. The first one commits the attempt.
+	FrameSemantic
+	// FrameDone is the dialect's normal end of stream (`data: [DONE]`, `message_stop`).
+	FrameDone
+	// FrameError is an in-stream error event; the relay normalizes it and never forwards it.
+	FrameError
+	// FrameDrop is consumed but not forwarded (a usage chunk the caller did not ask for).
+	FrameDrop
+)
+
+// StreamState is the per-attempt state of a same-dialect stream scan: the caller's model id
+// echoed in every frame, and the usage the provider reported so far.
+type StreamState struct {
+	// RequestedModel is echoed in place of the provider's model id (R-MODEL-6).
+	RequestedModel string
+	// IncludeUsage forwards OpenAI usage chunks (the caller asked for them).
+	IncludeUsage bool
+	// Usage is the provider-reported usage seen so far; UsageSeen says whether any was reported.
+	Usage     Usage
+	UsageSeen bool
+	// Scratch is reused between frames to build rewritten data without allocating.
+	Scratch []byte
+}
+
+// Reset prepares st for a new attempt, keeping its scratch buffer.
+func (st *StreamState) Reset(requestedModel string, includeUsage bool) {
+	*st = StreamState{RequestedModel: requestedModel, IncludeUsage: includeUsage, Scratch: st.Scratch[:0]}
+}
+
+// View returns b as a string without copying. The string must not outlive b or be retained:
+// it serves gjson lookups whose results are used at once.
+func View(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// Get looks path up in json without copying (see View).
+func Get(json []byte, path string) gjson.Result { return gjson.Get(View(json), path) }
+
+// AppendJSONString appends s as a JSON string literal.
+func AppendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			switch c {
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+		case c == '<' || c == '>' || c == '&':
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}
+
+// SpliceString appends json with the raw value at [start,end) replaced by the JSON string s.
+func SpliceString(dst, json []byte, start, end int, s string) []byte {
+	dst = append(dst, json[:start]...)
+	dst = AppendJSONString(dst, s)
+	return append(dst, json[end:]...)
+}
+
+// AppendWithModel appends json with the string value at path replaced by model, when present
+// and different; otherwise json unchanged. Used to echo the caller's model id (R-MODEL-6).
+func AppendWithModel(dst, json []byte, path, model string) []byte {
+	r := Get(json, path)
+	if r.Type != gjson.String || r.Index <= 0 || r.Str == model {
+		return append(dst, json...)
+	}
+	return SpliceString(dst, json, r.Index, r.Index+len(r.Raw), model)
+}
+
+// AppendOneLine appends data with every line break replaced by a space, so that a JSON payload
+// that arrived split over several `data:` lines is forwarded as one line. Outside strings a line
+// break is JSON whitespace, and inside strings it cannot occur raw, so the JSON is unchanged.
+func AppendOneLine(dst, data []byte) []byte {
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return append(dst, data...)
+		}
+		dst = append(dst, data[:i]...)
+		dst = append(dst, ' ')
+		data = data[i+1:]
+	}
+}

@@ -1,0 +1,94 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+type openSet map[string]bool
+
+func (o openSet) Open(provider, deployment, model string) bool { return o[deployment] }
+
+func route(dep string, d catalog.Dialect, prio int, price *catalog.Price) *catalog.Route {
+	return &catalog.Route{Deployment: &catalog.Deployment{Name: dep, Provider: dep, Dialect: d, Priority: prio}, Model: "m", UpstreamModel: "m", Price: price, Weight: 1}
+}
+
+func names(p *Plan) string {
+	s := ""
+	for _, c := range p.Candidates {
+		s += c.Route.Deployment.Name + " "
+	}
+	return s
+}
+
+// R-ORDER-2: cheapest blended price first (3:1 by default), unpriced after priced, equal prices by
+// ascending priority then catalog order. R-ADMIT-5/7: other-dialect and open routes are dropped
+// with their reason.
+func TestBuildOrder(t *testing.T) {
+	m := &catalog.Model{ID: "m", Routes: []*catalog.Route{
+		route("unpriced", catalog.OpenAI, 0, nil),
+		route("dear", catalog.OpenAI, 0, &catalog.Price{InputPerMTokUSD: 3, OutputPerMTokUSD: 15}),
+		route("cheap-p1", catalog.OpenAI, 1, &catalog.Price{InputPerMTokUSD: 1, OutputPerMTokUSD: 5}),
+		route("cheap-p0", catalog.OpenAI, 0, &catalog.Price{InputPerMTokUSD: 1, OutputPerMTokUSD: 5}),
+		route("input-cheap", catalog.OpenAI, 0, &catalog.Price{InputPerMTokUSD: 0.5, OutputPerMTokUSD: 9}), // 3*0.5+9 = 10.5 > 3+5 = 8
+		route("other-dialect", catalog.Anthropic, 0, &catalog.Price{}),
+		route("open", catalog.OpenAI, 0, &catalog.Price{}),
+	}}
+	var p Plan
+	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}, openSet{"open": true})
+	if got, want := names(&p), "cheap-p0 cheap-p1 input-cheap dear unpriced "; got != want {
+		t.Fatalf("order %q, want %q", got, want)
+	}
+	want := []Dropped{{"other-dialect", "m", ReasonNeedsTranslation}, {"open", "m", ReasonCircuitOpen}}
+	if fmt.Sprint(p.Dropped) != fmt.Sprint(want) {
+		t.Fatalf("dropped %v", p.Dropped)
+	}
+	// 1:1 blend: input-cheap (9.5) is now dearer than dear? no: 3+15=18 > 9.5 > 6.
+	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI, Blend: Blend{1, 1}}, nil)
+	if got, want := names(&p), "open cheap-p0 cheap-p1 input-cheap dear unpriced "; got != want {
+		t.Fatalf("1:1 order %q, want %q", got, want)
+	}
+}
+
+// R-ADMIT: an empty pool is an error naming why, never a silent widening; only circuits -> 503
+// "all deployments cooling down" (R-CIRCUIT-6).
+func TestRefusal(t *testing.T) {
+	m := &catalog.Model{ID: "m", Routes: []*catalog.Route{route("a", catalog.OpenAI, 0, nil)}}
+	var p Plan
+	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}, openSet{"a": true})
+	fe := failure.From(p.Refusal())
+	if fe.Class != failure.GatewayError || fe.Msg != MsgCoolingDown || fe.RetryAfter.Seconds() != 5 || fe.LimitKind != "health" {
+		t.Fatalf("refusal %+v", fe)
+	}
+	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.Anthropic}, nil)
+	fe = failure.From(p.Refusal())
+	if fe.Class != failure.InvalidRequest {
+		t.Fatalf("translation refusal %+v", fe)
+	}
+	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}, nil)
+	if err := p.Refusal(); err != nil {
+		t.Fatal(err)
+	}
+	var empty Plan
+	Build(&empty, Input{Resolution: catalog.Resolution{Requested: "x", Model: &catalog.Model{ID: "x"}}, Surface: catalog.OpenAI}, nil)
+	if fe := failure.From(empty.Refusal()); fe == nil || errors.Is(fe, nil) || fe.Class != failure.InvalidRequest {
+		t.Fatalf("no routes: %v", fe)
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	m := &catalog.Model{ID: "m"}
+	for i := range 10 {
+		m.Routes = append(m.Routes, route(fmt.Sprintf("d%d", i), catalog.OpenAI, i%3, &catalog.Price{InputPerMTokUSD: float64(10 - i), OutputPerMTokUSD: 1}))
+	}
+	var p Plan
+	in := Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}
+	b.ReportAllocs()
+	for b.Loop() {
+		Build(&p, in, openSet{})
+	}
+}

@@ -1,0 +1,80 @@
+package relay
+
+import (
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/dialect/anthropic"
+	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+)
+
+// Codec is one dialect's same-dialect machinery, as the relay uses it: the body rewrite, the
+// light stream scan for the commit gate, the response rewrite, error normalization (the one
+// place a class is decided, R-FAIL-7) and the caller-facing error encodings.
+type Codec interface {
+	ParseRequest(body []byte) (dialect.RequestInfo, error)
+	AppendUpstreamBody(dst, body []byte, info *dialect.RequestInfo, upstreamModel string) []byte
+	ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind)
+	RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error)
+	NormalizeError(status int, header func(name string) string, body []byte) error
+	NormalizeStreamError(data []byte) error
+	AppendErrorBody(dst []byte, fe *failure.Error, requestID string) []byte
+	AppendStreamError(dst []byte, fe *failure.Error, requestID string) []byte
+}
+
+// CodecFor returns the codec of a dialect (OpenAI for any unknown value).
+func CodecFor(d catalog.Dialect) Codec {
+	if d == catalog.Anthropic {
+		return anthropicCodec{}
+	}
+	return openaiCodec{}
+}
+
+type openaiCodec struct{}
+
+func (openaiCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) { return openai.ParseRequest(b) }
+func (openaiCodec) AppendUpstreamBody(dst, b []byte, i *dialect.RequestInfo, m string) []byte {
+	return openai.AppendUpstreamBody(dst, b, i, m)
+}
+func (openaiCodec) ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
+	return openai.ScanFrame(dst, ev, st)
+}
+func (openaiCodec) RewriteResponse(dst, b []byte, m string) ([]byte, dialect.Usage, bool, error) {
+	return openai.RewriteResponse(dst, b, m)
+}
+func (openaiCodec) NormalizeError(s int, h func(string) string, b []byte) error {
+	return openai.NormalizeError(s, h, b)
+}
+func (openaiCodec) NormalizeStreamError(d []byte) error { return openai.NormalizeStreamError(d) }
+func (openaiCodec) AppendErrorBody(dst []byte, fe *failure.Error, rid string) []byte {
+	return openai.AppendErrorBody(dst, fe, rid)
+}
+func (openaiCodec) AppendStreamError(dst []byte, fe *failure.Error, rid string) []byte {
+	return openai.AppendStreamError(dst, fe, rid)
+}
+
+type anthropicCodec struct{}
+
+func (anthropicCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
+	return anthropic.ParseRequest(b)
+}
+func (anthropicCodec) AppendUpstreamBody(dst, b []byte, i *dialect.RequestInfo, m string) []byte {
+	return anthropic.AppendUpstreamBody(dst, b, i, m)
+}
+func (anthropicCodec) ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
+	return anthropic.ScanFrame(dst, ev, st)
+}
+func (anthropicCodec) RewriteResponse(dst, b []byte, m string) ([]byte, dialect.Usage, bool, error) {
+	return anthropic.RewriteResponse(dst, b, m)
+}
+func (anthropicCodec) NormalizeError(s int, h func(string) string, b []byte) error {
+	return anthropic.NormalizeError(s, h, b)
+}
+func (anthropicCodec) NormalizeStreamError(d []byte) error { return anthropic.NormalizeStreamError(d) }
+func (anthropicCodec) AppendErrorBody(dst []byte, fe *failure.Error, rid string) []byte {
+	return anthropic.AppendErrorBody(dst, fe, rid)
+}
+func (anthropicCodec) AppendStreamError(dst []byte, fe *failure.Error, rid string) []byte {
+	return anthropic.AppendStreamError(dst, fe, rid)
+}

@@ -1,0 +1,392 @@
+// Package relay runs one model call over its plan: the attempt loop, the commit gate, failover
+// and the terminal in-stream error (R-FAIL-1..7, 9, 11). Before commit nothing reaches the
+// caller: lifecycle frames are held, a failover-eligible failure moves to the next candidate at
+// once. The first semantic output commits the attempt: headers and held frames are written, and
+// from then on the request never switches; a later failure is one terminal error event in the
+// caller's dialect. Every physical call is an audit.Attempt.
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/circuit"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+	"github.com/switchyard-gw/switchyard/internal/upstream"
+)
+
+// maxErrorBody caps how much of an upstream error body is read for classification.
+const maxErrorBody = 64 << 10
+
+// maxResponseBody caps a non-stream upstream response (64 MiB); larger is an upstream_error.
+const maxResponseBody = 64 << 20
+
+// Request is one model call as the relay sees it. Body is the caller's body, read once.
+type Request struct {
+	ID            string
+	Codec         Codec
+	Body          []byte
+	Info          dialect.RequestInfo
+	Resolution    catalog.Resolution
+	AnthropicBeta string // the caller's anthropic-beta header, forwarded on Anthropic routes
+}
+
+// Result is what happened: the final status and class, the attempts for the audit, and the
+// usage of the committed attempt.
+type Result struct {
+	Status    int           // HTTP status sent to the caller (200 for a committed stream)
+	Class     failure.Class // the final failure class; "" on success
+	Committed bool          // some output reached the caller
+	Attempts  []audit.Attempt
+	Usage     dialect.Usage
+	// UsageSeen says whether the committed attempt's provider reported usage.
+	UsageSeen bool
+}
+
+// Relay runs attempts against the deployments' clients, guarded by the circuits.
+type Relay struct {
+	circuits *circuit.Set
+	clients  map[string]*upstream.Client // by deployment name; read-only after New
+	pool     sync.Pool                   // *scratch
+}
+
+// New returns a relay. clients maps deployment names to their upstream clients.
+func New(circuits *circuit.Set, clients map[string]*upstream.Client) *Relay {
+	rl := &Relay{circuits: circuits, clients: clients}
+	rl.pool.New = func() any { return &scratch{rd: sse.NewReader(nil)} }
+	return rl
+}
+
+// scratch is the per-request working memory, pooled: no buffer is allocated per frame.
+type scratch struct {
+	body []byte // the upstream request body of the current attempt
+	resp []byte // a non-stream response or an error body as read
+	out  []byte // frames to write
+	hold []byte // lifecycle frames held before commit
+	st   dialect.StreamState
+	rd   *sse.Reader
+}
+
+// attemptRun is the state of one attempt, kept out of parameter lists.
+type attemptRun struct {
+	req    *Request
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	cand   *plan.Candidate
+	a      *audit.Attempt
+	total  int // attempts so far, this one included
+	sc     *scratch
+	res    *Result
+	upName string
+}
+
+// Run tries the plan's candidates in order and writes the caller's response to w (R-FAIL-1).
+// It returns when the response is complete, the caller went away, or no candidate is left.
+func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p *plan.Plan) Result {
+	var res Result
+	sc := rl.pool.Get().(*scratch)
+	defer rl.pool.Put(sc)
+	rc := http.NewResponseController(w)
+
+	var last, firstRejection error
+	var minRetryAfter time.Duration
+	for i := range p.Candidates {
+		c := &p.Candidates[i]
+		dep := c.Route.Deployment
+		tk, err := rl.circuits.Admit(dep.Provider, dep.Name, c.Route.Model)
+		if err != nil { // not an attempt (R-AUDIT-3)
+			if firstRejection == nil {
+				firstRejection = err
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			tk.Done(context.Canceled)
+			return rl.cancelled(&res)
+		}
+		res.Attempts = append(res.Attempts, audit.Attempt{
+			Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
+			Model: c.Route.Model, UpstreamModel: req.Resolution.UpstreamModel(c.Route),
+			DispatchedAt: time.Now(),
+		})
+		run := attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
+			total: len(res.Attempts), sc: sc, res: &res}
+		err = rl.attempt(ctx, &run)
+		fe := failure.From(err)
+		if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
+			(minRetryAfter == 0 || fe.RetryAfter < minRetryAfter) {
+			minRetryAfter = fe.RetryAfter
+		}
+		if res.Committed || fe == nil {
+			tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
+			return res
+		}
+		tk.Done(fe)
+		run.a.Outcome, run.a.ErrorCode = audit.OutcomeFailed, string(fe.Class)
+		if fe.Class == failure.Cancelled || ctx.Err() != nil {
+			run.a.Outcome = audit.OutcomeCancelled
+			return rl.cancelled(&res)
+		}
+		last = fe
+		if !fe.Class.FailsOver() { // R-FAIL-6: returned directly
+			break
+		}
+	}
+	// R-FAIL-9: the last failure when a call was made, else the first rejection.
+	final := last
+	if final == nil {
+		if firstRejection != nil || len(p.Candidates) > 0 {
+			final = plan.CoolingDown()
+		} else {
+			final = p.Refusal()
+		}
+	}
+	fe := failure.From(final)
+	if fe.Class == failure.UpstreamRateLimited && minRetryAfter > 0 {
+		cp := *fe
+		cp.RetryAfter = minRetryAfter
+		fe = &cp
+	}
+	res.Status, res.Class = fe.Class.Status(), fe.Class
+	WriteError(w, req.Codec, req.ID, fe, len(res.Attempts), sc.out[:0])
+	return res
+}
+
+func (rl *Relay) cancelled(res *Result) Result {
+	res.Status, res.Class = failure.StatusClientClosedRequest, failure.Cancelled
+	return *res
+}
+
+// attempt performs one physical call. It returns nil when the response completed, or the
+// failure; res.Committed says whether it came after commit.
+func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
+	dep := r.cand.Route.Deployment
+	client := rl.clients[dep.Name]
+	if client == nil {
+		return failure.Newf(failure.UpstreamError, "deployment %q has no client", dep.Name)
+	}
+	r.upName = r.a.UpstreamModel
+	r.sc.body = r.req.Codec.AppendUpstreamBody(r.sc.body[:0], r.req.Body, &r.req.Info, r.upName)
+	stream := r.req.Info.Stream
+	call, err := client.Send(ctx, r.sc.body, stream, r.req.AnthropicBeta)
+	if err != nil {
+		return err
+	}
+	defer call.Close()
+	ms := msSince(r.a.DispatchedAt, call.HeadersAt)
+	r.a.HeadersMS = &ms
+	if call.Status < 200 || call.Status > 299 {
+		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
+		r.sc.resp = b
+		return r.req.Codec.NormalizeError(call.Status, call.Header.Get, b)
+	}
+	if !stream {
+		return rl.complete(ctx, r, call)
+	}
+	ct, _, _ := mime.ParseMediaType(call.Header.Get("Content-Type"))
+	if ct != "text/event-stream" {
+		return &failure.Error{Class: failure.UpstreamError, Msg: "the provider did not answer with a stream", UpstreamStatus: call.Status}
+	}
+	return rl.pump(ctx, r, call)
+}
+
+// complete reads a non-stream response whole, then commits it.
+func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Call) error {
+	b, err := readLimited(r.sc.resp[:0], call.Body, maxResponseBody)
+	r.sc.resp = b
+	if err != nil {
+		return call.Err(ctx, err)
+	}
+	out, usage, seen, err := r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.req.Info.Model)
+	r.sc.out = out
+	if err != nil {
+		return err
+	}
+	ms := msSince(r.a.DispatchedAt, time.Now())
+	r.a.FirstTokenMS = &ms
+	r.commit("application/json")
+	r.res.Usage, r.res.UsageSeen = usage, seen
+	r.finishUsage(usage, seen)
+	r.a.Outcome = audit.OutcomeCompleted
+	r.res.Status = http.StatusOK
+	if _, err := r.w.Write(out); err != nil {
+		r.a.Outcome = audit.OutcomeCancelled
+		r.res.Class = failure.Cancelled
+	}
+	return nil
+}
+
+// pump reads the upstream stream. Before commit it holds lifecycle frames and fails over on any
+// failure; the first semantic frame commits; after commit a failure becomes one terminal error
+// event (R-FAIL-2..4).
+func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) error {
+	sc := r.sc
+	sc.st.Reset(r.req.Info.Model, r.req.Info.IncludeUsage)
+	sc.hold = sc.hold[:0]
+	sc.rd.Reset(call.Body)
+	codec := r.req.Codec
+	for {
+		ev, err := sc.rd.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = &failure.Error{Class: failure.UpstreamError, Msg: "the provider ended the stream early"}
+			} else if errors.Is(err, sse.ErrEventTooLarge) {
+				err = failure.Wrap(failure.UpstreamError, "the provider sent an oversized stream event", err)
+			} else if errors.Is(err, io.ErrUnexpectedEOF) {
+				err = failure.Wrap(failure.UpstreamError, "the provider ended the stream early", err)
+			} else {
+				err = call.Err(ctx, err)
+			}
+			return rl.streamFailure(r, err)
+		}
+		out, kind := codec.ScanFrame(sc.out[:0], ev, &sc.st)
+		sc.out = out
+		switch kind {
+		case dialect.FrameDrop:
+			continue
+		case dialect.FrameError:
+			return rl.streamFailure(r, codec.NormalizeStreamError(ev.Data))
+		case dialect.FrameLifecycle:
+			if !r.res.Committed {
+				sc.hold = append(sc.hold, out...)
+				continue
+			}
+		case dialect.FrameSemantic, dialect.FrameDone:
+			if !r.res.Committed {
+				ms := msSince(r.a.DispatchedAt, time.Now())
+				r.a.FirstTokenMS = &ms
+				r.commit("text/event-stream")
+				if len(sc.hold) > 0 {
+					if _, err := r.w.Write(sc.hold); err != nil {
+						return rl.callerGone(r)
+					}
+				}
+			}
+		}
+		if _, err := r.w.Write(out); err != nil {
+			return rl.callerGone(r)
+		}
+		if err := r.rc.Flush(); err != nil {
+			return rl.callerGone(r)
+		}
+		if kind == dialect.FrameDone {
+			r.res.Usage, r.res.UsageSeen = sc.st.Usage, sc.st.UsageSeen
+			r.finishUsage(sc.st.Usage, sc.st.UsageSeen)
+			r.a.Outcome = audit.OutcomeCompleted
+			return nil
+		}
+	}
+}
+
+// streamFailure handles a failure inside a stream. Before commit it is returned for failover
+// (or to be returned directly when it does not fail over). After commit the caller gets one
+// terminal error event and the stream ends (R-FAIL-4); the underlying failure is returned so
+// that it counts on the circuit when its class is failover-eligible.
+func (rl *Relay) streamFailure(r *attemptRun, err error) error {
+	fe := failure.From(err)
+	if !r.res.Committed {
+		return fe
+	}
+	r.res.Usage, r.res.UsageSeen = r.sc.st.Usage, r.sc.st.UsageSeen
+	r.finishUsage(r.sc.st.Usage, r.sc.st.UsageSeen)
+	if fe.Class == failure.Cancelled {
+		r.a.Outcome, r.a.ErrorCode = audit.OutcomeCancelled, string(failure.Cancelled)
+		r.res.Class = failure.Cancelled
+		return fe
+	}
+	r.a.Outcome, r.a.ErrorCode = audit.OutcomeTruncated, string(failure.UpstreamTruncated)
+	r.res.Class = failure.UpstreamTruncated
+	term := &failure.Error{Class: failure.UpstreamTruncated, Msg: "the provider failed after the response started; the response is incomplete"}
+	r.sc.out = r.req.Codec.AppendStreamError(r.sc.out[:0], term, r.req.ID)
+	if _, err := r.w.Write(r.sc.out); err == nil {
+		_ = r.rc.Flush()
+	}
+	under := *fe
+	under.Hang = false // a stall after commit truncates; the hang rule is about missing headers
+	return &under
+}
+
+func (rl *Relay) callerGone(r *attemptRun) error {
+	r.a.Outcome, r.a.ErrorCode = audit.OutcomeCancelled, string(failure.Cancelled)
+	r.res.Class = failure.Cancelled
+	r.res.Usage, r.res.UsageSeen = r.sc.st.Usage, r.sc.st.UsageSeen
+	r.finishUsage(r.sc.st.Usage, r.sc.st.UsageSeen)
+	return &failure.Error{Class: failure.Cancelled, Msg: "the caller went away"}
+}
+
+// commit writes the response headers: from here on the request never switches (R-FAIL-3).
+func (r *attemptRun) commit(contentType string) {
+	r.res.Committed = true
+	r.res.Status = http.StatusOK
+	h := r.w.Header()
+	dep := r.cand.Route.Deployment
+	h["Content-Type"] = []string{contentType}
+	if contentType == "text/event-stream" {
+		h["Cache-Control"] = []string{"no-cache"}
+		h["X-Accel-Buffering"] = []string{"no"}
+	}
+	h["X-Switchyard-Deployment"] = []string{dep.Name}
+	h["X-Switchyard-Provider"] = []string{dep.Provider}
+	h["X-Switchyard-Upstream-Model"] = []string{r.upName}
+	h["X-Switchyard-Attempts"] = []string{strconv.Itoa(r.total)}
+	r.w.WriteHeader(http.StatusOK)
+}
+
+func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
+	r.a.Tokens = audit.Tokens(u)
+	if seen {
+		r.a.UsageProvenance = audit.ProvenanceObserved
+	} else {
+		r.a.UsageProvenance = audit.ProvenanceUnknown
+	}
+}
+
+// WriteError writes a caller-facing error in the codec's dialect: the status of the class, the
+// contract's headers (x-switchyard-error-code, retry-after, x-switchyard-limit-kind,
+// x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
+func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, buf []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["X-Switchyard-Error-Code"] = []string{string(fe.Class)}
+	h["X-Switchyard-Attempts"] = []string{strconv.Itoa(attempts)}
+	if fe.RetryAfter > 0 {
+		secs := int((fe.RetryAfter + time.Second - 1) / time.Second)
+		h["Retry-After"] = []string{strconv.Itoa(secs)}
+	}
+	if fe.LimitKind != "" {
+		h["X-Switchyard-Limit-Kind"] = []string{fe.LimitKind}
+	}
+	status := fe.Class.Status()
+	if status == failure.StatusClientClosedRequest {
+		return // nobody to answer
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(codec.AppendErrorBody(buf, fe, requestID))
+}
+
+func msSince(from, to time.Time) float64 { return float64(to.Sub(from).Microseconds()) / 1000 }
+
+// readLimited appends r's content to dst, reading at most limit bytes; more is an error.
+func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	n, err := buf.ReadFrom(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return buf.Bytes(), err
+	}
+	if n > int64(limit) {
+		return buf.Bytes()[:limit], &failure.Error{Class: failure.UpstreamError, Msg: "the provider's response is too large"}
+	}
+	return buf.Bytes(), nil
+}

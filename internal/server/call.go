@@ -1,0 +1,170 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+)
+
+// callState is the pooled working memory of one model call.
+type callState struct {
+	body bytes.Buffer
+	plan plan.Plan
+	req  relay.Request
+}
+
+// serveModelCall is the whole path for every surface that calls a model: read the body once,
+// authenticate, resolve the model (R-MODEL), build the plan (R-ADMIT, R-ORDER), run the attempt
+// loop (R-FAIL), then hand the audit record to the recorder without blocking (R-AUDIT).
+func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, surface catalog.Dialect, surfaceName string) {
+	start := time.Now()
+	rid := requestID(r.Context())
+	codec := relay.CodecFor(surface)
+	cs := s.pool.Get().(*callState)
+	defer s.pool.Put(cs)
+	rec := &audit.Record{RequestID: rid, Surface: surfaceName, CreatedAt: start}
+	fail := func(err error) {
+		fe := failure.From(err)
+		relay.WriteError(w, codec, rid, fe, 0, nil)
+		rec.Status, rec.ErrorCode = fe.Class.Status(), string(fe.Class)
+		s.finish(rec, start)
+	}
+
+	who, err := s.authenticate(r)
+	if err != nil {
+		fail(err)
+		return
+	}
+	rec.Account = who.account
+	body, err := s.readBody(w, r, &cs.body)
+	if err != nil {
+		fail(err)
+		return
+	}
+	info, err := codec.ParseRequest(body)
+	rec.Model, rec.Stream = info.Model, info.Stream
+	if err != nil {
+		fail(err)
+		return
+	}
+	res, err := s.cat.Resolve(info.Model) // exact, alias or dated snapshot; never a substitute
+	if err != nil {
+		fail(err)
+		return
+	}
+	p := &cs.plan
+	plan.Build(p, plan.Input{Resolution: res, Surface: surface, Blend: s.blend}, s.circuits)
+	if err := p.Refusal(); err != nil {
+		fail(err)
+		return
+	}
+	cs.req = relay.Request{ID: rid, Codec: codec, Body: body, Info: info, Resolution: res,
+		AnthropicBeta: r.Header.Get("Anthropic-Beta")}
+	out := s.relay.Run(r.Context(), w, &cs.req, p)
+	cs.req = relay.Request{}
+	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
+	s.finish(rec, start)
+}
+
+// finish completes the record, counts it, and queues it for the store off the request path.
+func (s *Server) finish(rec *audit.Record, start time.Time) {
+	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	s.metrics.requests.WithLabelValues(rec.Surface, strconv.Itoa(rec.Status), rec.ErrorCode).Inc()
+	for i := range rec.Attempts {
+		a := &rec.Attempts[i]
+		s.metrics.attempts.WithLabelValues(a.Deployment, a.Outcome, a.ErrorCode).Inc()
+	}
+	s.rec.Record(rec)
+}
+
+// readBody reads the whole body once (architecture: before any dispatch, golang/go#40747),
+// capped at server.max_body_bytes: larger is 413 request_too_large.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, error) {
+	buf.Reset()
+	if r.ContentLength > s.maxBody {
+		return nil, tooLarge(s.maxBody)
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(s.maxBody)
+		}
+		return nil, &failure.Error{Class: failure.Cancelled, Msg: "the request body could not be read", Cause: err}
+	}
+	return buf.Bytes(), nil
+}
+
+func tooLarge(limit int64) error {
+	return &failure.Error{Class: failure.RequestTooLarge, Msg: "the request body is larger than the gateway's limit of " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// modelLists are the precomputed GET /v1/models bodies in each SDK's shape (wire.md §3).
+type modelLists struct {
+	openai, anthropic []byte
+}
+
+func buildModelLists(cat *catalog.Catalog) modelLists {
+	type oaModel struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	type anModel struct {
+		Type        string `json:"type"`
+		ID          string `json:"id"`
+		DisplayName string `json:"display_name"`
+		CreatedAt   string `json:"created_at"`
+	}
+	var oa []oaModel
+	var an []anModel
+	for _, m := range cat.Models {
+		if len(m.Routes) == 0 {
+			continue
+		}
+		owner := m.Routes[0].Deployment.Provider
+		oa = append(oa, oaModel{ID: m.ID, Object: "model", OwnedBy: owner})
+		an = append(an, anModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: "1970-01-01T00:00:00Z"})
+	}
+	if oa == nil {
+		oa, an = []oaModel{}, []anModel{}
+	}
+	var l modelLists
+	l.openai, _ = json.Marshal(map[string]any{"object": "list", "data": oa})
+	first, last := "", ""
+	if len(an) > 0 {
+		first, last = an[0].ID, an[len(an)-1].ID
+	}
+	l.anthropic, _ = json.Marshal(map[string]any{"data": an, "has_more": false, "first_id": first, "last_id": last})
+	return l
+}
+
+// serveModels answers GET /v1/models in the OpenAI shape, or the Anthropic shape when the
+// request carries anthropic-version (every Anthropic SDK request does).
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.authenticate(r); err != nil {
+		relay.WriteError(w, relay.CodecFor(surfaceOf(r)), requestID(r.Context()), failure.From(err), 0, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.Header.Get("Anthropic-Version") != "" {
+		_, _ = w.Write(s.models.anthropic)
+		return
+	}
+	_, _ = w.Write(s.models.openai)
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,182 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	openaiopt "github.com/openai/openai-go/v3/option"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/server"
+	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
+)
+
+// fakeClock is an injectable clock for circuits and cooldowns.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// gateway is a running Switchyard with scripted emulated providers behind it.
+type gateway struct {
+	URL   string
+	Srv   *server.Server
+	Rec   *audit.Recorder
+	Clock *fakeClock
+	Fakes map[string]*fakeprovider.Provider
+}
+
+// fakeSpec names an emulated deployment: {{NAME}} in the YAML becomes its base URL.
+type fakeSpec struct {
+	Name    string
+	Dialect catalog.Dialect
+}
+
+func oa(name string) fakeSpec { return fakeSpec{name, catalog.OpenAI} }
+func an(name string) fakeSpec { return fakeSpec{name, catalog.Anthropic} }
+
+// startGateway starts emulated providers, then the real server on a loopback listener with the
+// configuration yaml (where {{NAME}} is replaced by each fake's base URL). Everything stops at
+// the end of the test.
+func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
+	t.Helper()
+	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
+	for _, f := range fakes {
+		p := fakeprovider.New(f.Name, f.Dialect)
+		ts := httptest.NewServer(p)
+		t.Cleanup(ts.Close)
+		base := ts.URL
+		if f.Dialect == catalog.OpenAI {
+			base += "/v1"
+		}
+		yaml = strings.ReplaceAll(yaml, "{{"+f.Name+"}}", base)
+		g.Fakes[f.Name] = p
+	}
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	cat, err := catalog.New(cfg)
+	if err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	st, err := sqlite.Open(context.Background(), "sqlite://:memory:")
+	if err != nil {
+		t.Fatalf("store: %v", err)
+	}
+	g.Rec = audit.NewRecorder(st, audit.Options{FlushInterval: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
+	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("server: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: g.Srv}
+	go func() { _ = hs.Serve(ln) }()
+	g.URL = "http://" + ln.Addr().String()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = hs.Shutdown(sctx)
+		g.Srv.Close()
+		cancel()
+		<-done
+		_ = st.Close()
+	})
+	return g
+}
+
+// openaiClient is the official OpenAI SDK pointed at the gateway, retries off.
+func (g *gateway) openaiClient(opts ...openaiopt.RequestOption) openai.Client {
+	return openai.NewClient(append([]openaiopt.RequestOption{
+		openaiopt.WithBaseURL(g.URL + "/v1/"), openaiopt.WithAPIKey("test-key"), openaiopt.WithMaxRetries(0),
+	}, opts...)...)
+}
+
+// anthropicClient is the official Anthropic SDK pointed at the gateway, retries off.
+func (g *gateway) anthropicClient(opts ...anthropicopt.RequestOption) anthropic.Client {
+	return anthropic.NewClient(append([]anthropicopt.RequestOption{
+		anthropicopt.WithBaseURL(g.URL), anthropicopt.WithAPIKey("test-key"), anthropicopt.WithMaxRetries(0),
+	}, opts...)...)
+}
+
+// generation waits for the audit record of a request id (it is written asynchronously).
+func (g *gateway) generation(t *testing.T, id string) *audit.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.Rec.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	rec, err := g.Rec.Lookup(ctx, id)
+	if err != nil {
+		t.Fatalf("generation %s: %v", id, err)
+	}
+	return rec
+}
+
+// twoDeployments is a catalog with one model of each dialect, each served by a primary (cheaper,
+// tried first) and a backup. Authentication is off.
+const twoDeployments = `
+auth: {required: false}
+routing:
+  timeouts: {headers: 2s, stream_headers: 2s, stream_idle: 2s}
+models:
+  - id: gpt-4o-mini
+    aliases: [mini]
+  - id: claude-haiku-4-5
+    aliases: [rp-haiku-4-5]
+deployments:
+  - name: oa-primary
+    provider: openai
+    dialect: openai
+    base_url: "{{oa-primary}}"
+    api_key: sk-house-primary
+    routes: [{model: gpt-4o-mini, price: {input: 0.15, output: 0.6}}]
+  - name: oa-backup
+    provider: reseller
+    dialect: openai
+    base_url: "{{oa-backup}}"
+    api_key: sk-house-backup
+    routes: [{model: gpt-4o-mini, upstream_model: gpt-4o-mini-2024-07-18, price: {input: 0.2, output: 0.8}}]
+  - name: an-primary
+    provider: anthropic
+    dialect: anthropic
+    base_url: "{{an-primary}}"
+    api_key: sk-ant-house-primary
+    routes: [{model: claude-haiku-4-5, price: {input: 1, output: 5}}]
+  - name: an-backup
+    provider: cloud
+    dialect: anthropic
+    base_url: "{{an-backup}}"
+    api_key: sk-ant-house-backup
+    routes: [{model: claude-haiku-4-5, price: {input: 1.1, output: 5.5}}]
+`
+
+func startTwo(t *testing.T) *gateway {
+	return startGateway(t, twoDeployments, oa("oa-primary"), oa("oa-backup"), an("an-primary"), an("an-backup"))
+}

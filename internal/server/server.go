@@ -1,0 +1,319 @@
+// Package server is the HTTP face of Switchyard: the listener's mux, caller authentication,
+// the body limit, request ids, and the surfaces of contract.md (OpenAI chat completions,
+// Anthropic messages, models, generation, health, metrics). serveModelCall is the whole request
+// path, top to bottom, for every surface that calls a model.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/circuit"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/upstream"
+)
+
+// Surfaces, as recorded in the audit.
+const (
+	SurfaceChat     = "openai.chat"
+	SurfaceMessages = "anthropic.messages"
+)
+
+// Options are the server's collaborators.
+type Options struct {
+	// Recorder receives one audit record per model call; required.
+	Recorder *audit.Recorder
+	// Ready reports whether the store is reachable (GET /readyz); nil means always ready.
+	Ready func(context.Context) error
+	// Now is the clock of the circuits and cooldowns; nil is time.Now.
+	Now func() time.Time
+	// Dial replaces the upstream TCP dialer when set (tests use an in-memory network).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logf logs operational events (never prompt text, bodies or credentials); nil discards.
+	Logf func(format string, args ...any)
+}
+
+// Server serves the gateway's HTTP surfaces. Create it with New; it is an http.Handler.
+type Server struct {
+	cat          *catalog.Catalog
+	circuits     *circuit.Set
+	relay        *relay.Relay
+	clients      map[string]*upstream.Client
+	rec          *audit.Recorder
+	ready        func(context.Context) error
+	logf         func(string, ...any)
+	keys         []staticKey
+	authRequired bool
+	maxBody      int64
+	blend        plan.Blend
+	mux          *http.ServeMux
+	models       modelLists
+	metrics      *metrics
+	pool         sync.Pool // *callState
+}
+
+type staticKey struct {
+	hash    [sha256.Size]byte
+	name    string
+	account string
+}
+
+// caller is the authenticated identity of a request.
+type caller struct {
+	key     string // key name; "" when authentication is off
+	account string
+}
+
+// New builds a server from a validated configuration and its catalog.
+func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
+	if o.Recorder == nil {
+		return nil, errors.New("server: an audit recorder is required")
+	}
+	s := &Server{
+		cat:          cat,
+		rec:          o.Recorder,
+		ready:        o.Ready,
+		logf:         o.Logf,
+		authRequired: cfg.Auth.Required == nil || *cfg.Auth.Required,
+		maxBody:      cfg.Server.MaxBodyBytes,
+		blend:        plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
+	}
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 32 << 20
+	}
+	cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D(), Now: o.Now}
+	s.circuits = circuit.NewSet(cs, cs)
+	dl := upstream.Deadlines{
+		Headers:       cfg.Routing.Timeouts.Headers.D(),
+		StreamHeaders: cfg.Routing.Timeouts.StreamHeaders.D(),
+		StreamIdle:    cfg.Routing.Timeouts.StreamIdle.D(),
+		Dial:          o.Dial,
+	}
+	s.clients = make(map[string]*upstream.Client, len(cat.Deployments))
+	for _, d := range cat.Deployments {
+		s.clients[d.Name] = upstream.New(d, dl)
+	}
+	s.relay = relay.New(s.circuits, s.clients)
+	for _, k := range cfg.Keys {
+		if k.Secret == "" {
+			continue
+		}
+		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account})
+	}
+	s.models = buildModelLists(cat)
+	s.metrics = newMetrics()
+	s.pool.New = func() any { return new(callState) }
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		s.serveModelCall(w, r, catalog.OpenAI, SurfaceChat)
+	})
+	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
+		s.serveModelCall(w, r, catalog.Anthropic, SurfaceMessages)
+	})
+	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /v1/generation", s.serveGeneration)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", s.serveReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", s.serveNotFound)
+	s.mux = mux
+	return s, nil
+}
+
+// Circuits exposes the circuit set (for observability and tests).
+func (s *Server) Circuits() *circuit.Set { return s.circuits }
+
+// Close releases the upstream connection pools.
+func (s *Server) Close() {
+	for _, c := range s.clients {
+		c.Close()
+	}
+}
+
+// ServeHTTP mints the request id, sets it on the response, and dispatches. No panic reaches a
+// caller: a panicking handler answers 500 in the OpenAI error shape when nothing was written.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rid := newRequestID()
+	h := w.Header()
+	h["X-Request-Id"] = []string{rid}
+	h["Request-Id"] = []string{rid} // the Anthropic SDKs read this one
+	r = r.WithContext(withRequestID(r.Context(), rid))
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.logf("panic serving %s %s (request %s): %v", r.Method, r.URL.Path, rid, v)
+			fe := &failure.Error{Class: failure.UpstreamError, Msg: "internal error"}
+			relay.WriteError(w, relay.CodecFor(surfaceOf(r)), rid, fe, 0, nil)
+		}
+	}()
+	s.mux.ServeHTTP(w, r)
+}
+
+// surfaceOf guesses the caller's dialect for errors outside a model call: Anthropic when the
+// path is /v1/messages or the request carries anthropic-version.
+func surfaceOf(r *http.Request) catalog.Dialect {
+	if strings.HasPrefix(r.URL.Path, "/v1/messages") || r.Header.Get("Anthropic-Version") != "" {
+		return catalog.Anthropic
+	}
+	return catalog.OpenAI
+}
+
+func (s *Server) serveNotFound(w http.ResponseWriter, r *http.Request) {
+	fe := &failure.Error{Class: failure.InvalidRequest, Msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
+	w.Header().Set("X-Switchyard-Error-Code", string(fe.Class))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write(relay.CodecFor(surfaceOf(r)).AppendErrorBody(nil, fe, requestID(r.Context())))
+}
+
+// authenticate checks the caller's key (Authorization: Bearer or x-api-key) against the static
+// keys in constant time. With auth.required false, a request without a key is anonymous; a
+// request with a wrong key is still refused.
+func (s *Server) authenticate(r *http.Request) (caller, error) {
+	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			key = strings.TrimSpace(a[7:])
+		}
+	}
+	if key == "" {
+		if !s.authRequired {
+			return caller{}, nil
+		}
+		return caller{}, &failure.Error{Class: failure.Authentication, Msg: "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY"}
+	}
+	sum := sha256.Sum256([]byte(key))
+	match := -1
+	for i := range s.keys {
+		if subtle.ConstantTimeCompare(sum[:], s.keys[i].hash[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		if !s.authRequired && len(s.keys) == 0 {
+			return caller{}, nil // local use: any placeholder key the SDKs insist on is accepted
+		}
+		return caller{}, &failure.Error{Class: failure.Authentication, Msg: "the API key is not valid"}
+	}
+	return caller{key: s.keys[match].name, account: s.keys[match].account}, nil
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.logf("readyz: store not reachable: %v", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable","reason":"store not reachable"}`))
+			return
+		}
+	}
+	_, _ = w.Write([]byte(`{"status":"ready"}`))
+}
+
+// serveGeneration answers GET /v1/generation?id= with the audit record (R-AUDIT-2). A record of
+// another account, or none, is the same 404.
+func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
+	codec := relay.CodecFor(surfaceOf(r))
+	rid := requestID(r.Context())
+	who, err := s.authenticate(r)
+	if err != nil {
+		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+		return
+	}
+	id := r.URL.Query().Get("id")
+	notFound := &failure.Error{Class: failure.InvalidRequest, Param: "id", Msg: "no generation with that id"}
+	if id == "" {
+		notFound.Msg = "the id query parameter is required"
+		relay.WriteError(w, codec, rid, notFound, 0, nil)
+		return
+	}
+	rec, err := s.rec.Lookup(r.Context(), id)
+	if err != nil || (who.account != "" && rec.Account != who.account) || (who.account == "" && rec.Account != "" && s.authRequired) {
+		if err != nil && !errors.Is(err, audit.ErrNotFound) {
+			s.logf("generation lookup %q: %v", id, err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Switchyard-Error-Code", string(failure.InvalidRequest))
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write(codec.AppendErrorBody(nil, notFound, rid))
+		return
+	}
+	body, err := jsonMarshal(rec)
+	if err != nil {
+		relay.WriteError(w, codec, rid, &failure.Error{Class: failure.UpstreamError, Msg: "internal error"}, 0, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+type ctxKey struct{}
+
+func withRequestID(ctx context.Context, rid string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, rid)
+}
+
+func requestID(ctx context.Context) string {
+	rid, _ := ctx.Value(ctxKey{}).(string)
+	return rid
+}
+
+// newRequestID mints "req_" + 24 hex digits of crypto randomness.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	var out [4 + 24]byte
+	copy(out[:], "req_")
+	hex.Encode(out[4:], b[:])
+	return string(out[:])
+}
+
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	attempts *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_requests_total", Help: "Model calls by surface, status and final failure class.",
+	}, []string{"surface", "status", "error_code"})
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by deployment, outcome and failure class.",
+	}, []string{"deployment", "outcome", "error_code"})
+	m.reg.MustRegister(m.requests, m.attempts)
+	return m
+}
+
+var _ http.Handler = (*Server)(nil)

@@ -1,0 +1,203 @@
+// Package upstream owns the physical call to one deployment: one tuned http.Transport per
+// deployment, the deployment's credentials, the dialect's endpoint and headers, and the
+// deadlines of R-FAIL-5 (response headers within 20 s on a stream, 60 s otherwise; an idle
+// stream is a hang too). Errors come back classified as *failure.Error; a missed deadline is
+// an upstream_timeout marked as a hang (R-CIRCUIT-5), told apart from a caller's cancellation
+// (R-FAIL-11) through context.Cause.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// AnthropicVersion is the anthropic-version the gateway sends upstream. It is chosen on purpose
+// (wire.md §4.1): 2023-06-01 keeps temperature/top_p/top_k working for callers of either SDK
+// generation, and the new SDKs' requests are valid under it.
+const AnthropicVersion = "2023-06-01"
+
+// Deadlines are the per-attempt upstream deadlines; zero values take the defaults.
+type Deadlines struct {
+	Headers       time.Duration // non-streaming headers deadline (default 60s)
+	StreamHeaders time.Duration // streaming headers deadline (default 20s)
+	StreamIdle    time.Duration // longest gap between reads of a response body (default 60s)
+	// Dial, when set, replaces the TCP dialer (in-memory networks in tests, custom proxies).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (d *Deadlines) withDefaults() {
+	if d.Headers <= 0 {
+		d.Headers = 60 * time.Second
+	}
+	if d.StreamHeaders <= 0 {
+		d.StreamHeaders = 20 * time.Second
+	}
+	if d.StreamIdle <= 0 {
+		d.StreamIdle = 60 * time.Second
+	}
+}
+
+// Client calls one deployment. It is safe for concurrent use.
+type Client struct {
+	dep       *catalog.Deployment
+	url       string
+	hc        *http.Client
+	deadlines Deadlines
+}
+
+// New returns a client for dep with its own connection pool. The transport decompresses gzip
+// itself (the caller's Accept-Encoding is never forwarded, wire.md §6).
+func New(dep *catalog.Deployment, d Deadlines) *Client {
+	d.withDefaults()
+	dial := d.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	return &Client{dep: dep, url: Endpoint(dep), hc: &http.Client{Transport: tr}, deadlines: d}
+}
+
+// Endpoint is the URL a deployment's model calls go to (contract.md: the gateway appends
+// /chat/completions to an OpenAI base URL and /v1/messages to an Anthropic one).
+func Endpoint(dep *catalog.Deployment) string {
+	base := strings.TrimRight(dep.BaseURL, "/")
+	if dep.Dialect == catalog.Anthropic {
+		return base + "/v1/messages"
+	}
+	return base + "/chat/completions"
+}
+
+// Deployment returns the deployment this client calls.
+func (c *Client) Deployment() *catalog.Deployment { return c.dep }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Call is one attempt in flight. Its Body reads the response and re-arms the idle deadline on
+// every read; Close must be called exactly once, and releases the attempt's timer and context.
+type Call struct {
+	Status int
+	Header http.Header
+	Body   io.Reader
+	// HeadersAt is when the response headers arrived.
+	HeadersAt time.Time
+
+	resp   *http.Response
+	timer  *time.Timer
+	idle   time.Duration
+	cancel context.CancelCauseFunc
+	ctx    context.Context
+}
+
+// Send performs one attempt with body (already rewritten for this route). anthropicBeta is the
+// caller's anthropic-beta header, forwarded as is ("" for none). The headers deadline applies
+// until the response headers arrive; after that, StreamIdle bounds each gap between reads.
+// Errors are *failure.Error: upstream_timeout (Hang) for a missed deadline, cancelled when ctx
+// ended, upstream_error for a refused or reset connection.
+func (c *Client) Send(ctx context.Context, body []byte, stream bool, anthropicBeta string) (*Call, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	d := c.deadlines.Headers
+	if stream {
+		d = c.deadlines.StreamHeaders
+	}
+	timer := time.AfterFunc(d, func() { cancel(failure.ErrHeadersDeadline) })
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		timer.Stop()
+		cancel(nil)
+		return nil, failure.Wrap(failure.UpstreamError, "the provider could not be called", err)
+	}
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	if stream {
+		h["Accept"] = []string{"text/event-stream"}
+	} else {
+		h["Accept"] = []string{"application/json"}
+	}
+	switch c.dep.Dialect {
+	case catalog.Anthropic:
+		h["Anthropic-Version"] = []string{AnthropicVersion}
+		if c.dep.APIKey != "" {
+			h["X-Api-Key"] = []string{c.dep.APIKey}
+		}
+		if anthropicBeta != "" {
+			h["Anthropic-Beta"] = []string{anthropicBeta}
+		}
+	default:
+		if c.dep.APIKey != "" {
+			h["Authorization"] = []string{"Bearer " + c.dep.APIKey}
+		}
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		timer.Stop()
+		cause := context.Cause(actx)
+		cancel(nil)
+		return nil, classifyTransport(ctx, cause, err)
+	}
+	idle := c.deadlines.StreamIdle
+	if !stream {
+		idle = c.deadlines.Headers
+	}
+	timer.Reset(idle)
+	call := &Call{Status: resp.StatusCode, Header: resp.Header, HeadersAt: time.Now(), resp: resp, timer: timer, idle: idle, cancel: cancel, ctx: actx}
+	call.Body = (*idleReader)(call)
+	return call, nil
+}
+
+// Err classifies an error returned by Body.Read.
+func (c *Call) Err(ctx context.Context, err error) error {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	return classifyTransport(ctx, context.Cause(c.ctx), err)
+}
+
+// Close ends the attempt: the connection is released (or closed when the body was not
+// drained), the timer stopped and the context cancelled.
+func (c *Call) Close() {
+	c.timer.Stop()
+	c.resp.Body.Close()
+	c.cancel(nil)
+}
+
+type idleReader Call
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.resp.Body.Read(p)
+	if n > 0 {
+		r.timer.Reset(r.idle)
+	}
+	return n, err
+}
+
+// classifyTransport turns a transport error into a failure: the caller's own cancellation is
+// cancelled (counts against nothing), a deadline this package set is a hang, anything else
+// (refused, reset, TLS, EOF before headers) is upstream_error.
+func classifyTransport(callerCtx context.Context, cause, err error) error {
+	switch {
+	case callerCtx.Err() != nil:
+		return &failure.Error{Class: failure.Cancelled, Msg: "the request was cancelled", Cause: err}
+	case errors.Is(cause, failure.ErrHeadersDeadline):
+		return &failure.Error{Class: failure.UpstreamTimeout, Msg: "the provider did not answer in time", Hang: true, Cause: err}
+	}
+	return &failure.Error{Class: failure.UpstreamError, Msg: "the provider connection failed", Cause: err}
+}
