@@ -1,0 +1,206 @@
+package fakeprovider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+)
+
+// html502 is the page a proxy in front of a provider answers with (nginx's wording).
+const html502 = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+
+// garbageBody and garbageLine are what KindGarbage sends instead of JSON and instead of an event.
+const (
+	garbageBody = "upstream sent something that is not JSON {\"choices\": ["
+	garbageLine = "data: {\"id\": this is not json\n\n"
+)
+
+// serveModel answers one model request with its scripted behavior. When the request context
+// ended first (the caller went away, or Serve is shutting down) it reports the request on Closed
+// and aborts the handler, so that the server drops the connection instead of completing an empty
+// 200 response.
+func (p *Provider) serveModel(w http.ResponseWriter, r *http.Request) {
+	req, b, ok := p.admit(w, r)
+	if !ok {
+		return
+	}
+	if err := p.respond(w, r, req, b); errors.Is(err, errCallerGone) {
+		p.reportClosed(req)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// respond carries out behavior b for req. It returns errCallerGone when the caller went away
+// before the answer was complete.
+func (p *Provider) respond(w http.ResponseWriter, r *http.Request, req Request, b Behavior) error {
+	ctx := r.Context()
+	rid := requestID(req.Seq)
+	fail := func(e apiError) error {
+		return writeError(w, p.dialect, e.override(p.dialect, b), rid, b.RetryAfter)
+	}
+	switch b.Kind {
+	case KindStatus:
+		status := b.Status
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		return fail(statusError(p.dialect, status, req.Model))
+	case KindContentPolicy:
+		return fail(contentPolicyError(p.dialect))
+	case KindContextOverflow:
+		return fail(contextOverflowError(p.dialect, promptTokens(req.Body)))
+	case KindHTML502:
+		h := w.Header()
+		h.Set("Content-Type", "text/html")
+		h.Set("Content-Length", strconv.Itoa(len(html502)))
+		if b.RetryAfter > 0 {
+			h.Set("Retry-After", strconv.Itoa(b.RetryAfter))
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		_, err := w.Write([]byte(html502))
+		return err
+	case KindReset:
+		reset(w)
+		return nil
+	case KindHang:
+		<-ctx.Done()
+		return errCallerGone
+	case KindHeadersHang:
+		if err := newSSEWriter(ctx, w, b).start(); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return errCallerGone
+	case KindSlowHeaders:
+		if err := wait(ctx, b.Delay); err != nil {
+			return err
+		}
+		b.Delay = 0
+	case KindOK, KindPreambleError, KindCut, KindTruncate, KindStreamError, KindGarbage:
+	default:
+		e := serverError(p.dialect)
+		e.message = fmt.Sprintf("fakeprovider: unknown behavior kind %q", b.Kind)
+		return writeError(w, p.dialect, e, rid, 0)
+	}
+	a := buildAnswer(p.dialect, p.name, req.Seq, req.At.Unix(), req.Body, b)
+	if req.Stream {
+		return p.stream(w, r, a, b, rid)
+	}
+	return p.nonStream(w, r, a, b, rid)
+}
+
+// nonStream answers a non-streaming request: the whole body after Behavior.Delay, or the
+// fallbacks of the stream-only kinds.
+func (p *Provider) nonStream(w http.ResponseWriter, r *http.Request, a *answer, b Behavior, rid string) error {
+	fail := func(e apiError) error {
+		return writeError(w, p.dialect, e.override(p.dialect, b), rid, b.RetryAfter)
+	}
+	switch b.Kind {
+	case KindPreambleError:
+		return fail(overloadError(p.dialect))
+	case KindStreamError:
+		return fail(serverError(p.dialect))
+	}
+	if err := wait(r.Context(), b.Delay); err != nil {
+		return err
+	}
+	body := []byte(garbageBody)
+	if b.Kind != KindGarbage {
+		if p.dialect == catalog.Anthropic {
+			body = anthropicMessage(a)
+		} else {
+			body = openAICompletion(a)
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if b.Kind == KindCut || b.Kind == KindTruncate {
+		if _, err := w.Write(body[:len(body)/2]); err != nil {
+			return errCallerGone
+		}
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			return errCallerGone
+		}
+		panic(http.ErrAbortHandler) // drop the connection: the caller reads an unexpected EOF
+	}
+	if _, err := w.Write(body); err != nil {
+		return errCallerGone
+	}
+	return nil
+}
+
+// stream answers a streaming request frame by frame.
+func (p *Provider) stream(w http.ResponseWriter, r *http.Request, a *answer, b Behavior, rid string) error {
+	sw := newSSEWriter(r.Context(), w, b)
+	if b.Kind == KindGarbage {
+		if err := sw.start(); err != nil {
+			return err
+		}
+		return sw.frame([]byte(garbageLine))
+	}
+	var fs frames
+	if p.dialect == catalog.Anthropic {
+		fs = anthropicFrames(a)
+	} else {
+		fs = openAIFrames(a)
+	}
+	limit := -1
+	switch b.Kind {
+	case KindPreambleError:
+		limit = 0
+	case KindCut, KindTruncate, KindStreamError:
+		limit = min(b.After, a.deltaCount())
+	}
+	if err := sw.start(); err != nil {
+		return err
+	}
+	stopped, err := sw.streamUntil(fs, b.Delay, limit)
+	if err != nil || !stopped {
+		return err
+	}
+	switch b.Kind {
+	case KindCut:
+		panic(http.ErrAbortHandler) // drop the connection with no terminal frame
+	case KindTruncate:
+		return nil // end the response cleanly with no terminal frame
+	}
+	e := serverError(p.dialect)
+	if b.Kind == KindPreambleError {
+		e = overloadError(p.dialect)
+	}
+	e = e.override(p.dialect, b)
+	if p.dialect == catalog.Anthropic {
+		return sw.frame(anthropicStreamError(e, rid))
+	}
+	return sw.frame(openAIStreamError(e))
+}
+
+// reset closes the connection before any byte of the response: on HTTP/1 it hijacks the
+// connection and closes it with SO_LINGER 0 so that the caller sees a reset; where hijacking is
+// not supported (HTTP/2) it aborts the handler, which resets the stream.
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // best effort: without it the caller sees EOF instead of a reset
+	}
+	_ = conn.Close() // the connection is ours to drop; its close error carries nothing
+}
+
+// mustJSON encodes v, which callers guarantee is encodable.
+func mustJSON(v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakeprovider: encoding %T: %v", v, err))
+	}
+	return out
+}
