@@ -59,12 +59,41 @@ type Result struct {
 type Relay struct {
 	circuits *circuit.Set
 	clients  map[string]*upstream.Client // by deployment name; read-only after New
+	headers  map[string]depHeaders       // by deployment name; read-only after New
 	pool     sync.Pool                   // *scratch
 }
 
+// depHeaders are a deployment's response header values, built once: net/http only reads them.
+type depHeaders struct{ name, provider []string }
+
+// attemptCounts are the x-switchyard-attempts values for small counts, built once.
+var attemptCounts = func() (v [16][]string) {
+	for i := range v {
+		v[i] = []string{strconv.Itoa(i)}
+	}
+	return v
+}()
+
+func attemptsValue(n int) []string {
+	if n >= 0 && n < len(attemptCounts) {
+		return attemptCounts[n]
+	}
+	return []string{strconv.Itoa(n)}
+}
+
+var (
+	jsonValue        = []string{"application/json"}
+	eventStreamValue = []string{"text/event-stream"}
+	noCacheValue     = []string{"no-cache"}
+	noValue          = []string{"no"}
+)
+
 // New returns a relay. clients maps deployment names to their upstream clients.
 func New(circuits *circuit.Set, clients map[string]*upstream.Client) *Relay {
-	rl := &Relay{circuits: circuits, clients: clients}
+	rl := &Relay{circuits: circuits, clients: clients, headers: make(map[string]depHeaders, len(clients))}
+	for name, c := range clients {
+		rl.headers[name] = depHeaders{name: []string{name}, provider: []string{c.Deployment().Provider}}
+	}
 	rl.pool.New = func() any { return &scratch{rd: sse.NewReader(nil)} }
 	return rl
 }
@@ -81,15 +110,16 @@ type scratch struct {
 
 // attemptRun is the state of one attempt, kept out of parameter lists.
 type attemptRun struct {
-	req    *Request
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	cand   *plan.Candidate
-	a      *audit.Attempt
-	total  int // attempts so far, this one included
-	sc     *scratch
-	res    *Result
-	upName string
+	req     *Request
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	cand    *plan.Candidate
+	a       *audit.Attempt
+	total   int // attempts so far, this one included
+	sc      *scratch
+	res     *Result
+	upName  string
+	headers depHeaders
 }
 
 // Run tries the plan's candidates in order and writes the caller's response to w (R-FAIL-1).
@@ -178,6 +208,7 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 		return failure.Newf(failure.UpstreamError, "deployment %q has no client", dep.Name)
 	}
 	r.upName = r.a.UpstreamModel
+	r.headers = rl.headers[dep.Name]
 	r.sc.body = r.req.Codec.AppendUpstreamBody(r.sc.body[:0], r.req.Body, &r.req.Info, r.upName)
 	stream := r.req.Info.Stream
 	call, err := client.Send(ctx, r.sc.body, stream, r.req.AnthropicBeta)
@@ -216,7 +247,7 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	}
 	ms := msSince(r.a.DispatchedAt, time.Now())
 	r.a.FirstTokenMS = &ms
-	r.commit("application/json")
+	r.commit(false)
 	r.res.Usage, r.res.UsageSeen = usage, seen
 	r.finishUsage(usage, seen)
 	r.a.Outcome = audit.OutcomeCompleted
@@ -267,7 +298,7 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			if !r.res.Committed {
 				ms := msSince(r.a.DispatchedAt, time.Now())
 				r.a.FirstTokenMS = &ms
-				r.commit("text/event-stream")
+				r.commit(true)
 				if len(sc.hold) > 0 {
 					if _, err := r.w.Write(sc.hold); err != nil {
 						return rl.callerGone(r)
@@ -327,20 +358,22 @@ func (rl *Relay) callerGone(r *attemptRun) error {
 }
 
 // commit writes the response headers: from here on the request never switches (R-FAIL-3).
-func (r *attemptRun) commit(contentType string) {
+func (r *attemptRun) commit(stream bool) {
 	r.res.Committed = true
 	r.res.Status = http.StatusOK
 	h := r.w.Header()
-	dep := r.cand.Route.Deployment
-	h["Content-Type"] = []string{contentType}
-	if contentType == "text/event-stream" {
-		h["Cache-Control"] = []string{"no-cache"}
-		h["X-Accel-Buffering"] = []string{"no"}
+	if stream {
+		h["Content-Type"] = eventStreamValue
+		h["Cache-Control"] = noCacheValue
+		h["X-Accel-Buffering"] = noValue
+	} else {
+		h["Content-Type"] = jsonValue
 	}
-	h["X-Switchyard-Deployment"] = []string{dep.Name}
-	h["X-Switchyard-Provider"] = []string{dep.Provider}
+	dh := r.headers
+	h["X-Switchyard-Deployment"] = dh.name
+	h["X-Switchyard-Provider"] = dh.provider
 	h["X-Switchyard-Upstream-Model"] = []string{r.upName}
-	h["X-Switchyard-Attempts"] = []string{strconv.Itoa(r.total)}
+	h["X-Switchyard-Attempts"] = attemptsValue(r.total)
 	r.w.WriteHeader(http.StatusOK)
 }
 
@@ -358,9 +391,9 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 // x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
 func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, buf []byte) {
 	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
+	h["Content-Type"] = jsonValue
 	h["X-Switchyard-Error-Code"] = []string{string(fe.Class)}
-	h["X-Switchyard-Attempts"] = []string{strconv.Itoa(attempts)}
+	h["X-Switchyard-Attempts"] = attemptsValue(attempts)
 	if fe.RetryAfter > 0 {
 		secs := int((fe.RetryAfter + time.Second - 1) / time.Second)
 		h["Retry-After"] = []string{strconv.Itoa(secs)}

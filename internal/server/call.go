@@ -27,7 +27,7 @@ type callState struct {
 // loop (R-FAIL), then hand the audit record to the recorder without blocking (R-AUDIT).
 func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, surface catalog.Dialect, surfaceName string) {
 	start := time.Now()
-	rid := requestID(r.Context())
+	rid := requestID(w)
 	codec := relay.CodecFor(surface)
 	cs := s.pool.Get().(*callState)
 	defer s.pool.Put(cs)
@@ -156,7 +156,7 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 // request carries anthropic-version (every Anthropic SDK request does).
 func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.authenticate(r); err != nil {
-		relay.WriteError(w, relay.CodecFor(surfaceOf(r)), requestID(r.Context()), failure.From(err), 0, nil)
+		relay.WriteError(w, relay.CodecFor(surfaceOf(r)), requestID(w), failure.From(err), 0, nil)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -162,7 +162,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h["X-Request-Id"] = []string{rid}
 	h["Request-Id"] = []string{rid} // the Anthropic SDKs read this one
-	r = r.WithContext(withRequestID(r.Context(), rid))
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -190,7 +189,7 @@ func (s *Server) serveNotFound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Switchyard-Error-Code", string(fe.Class))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusNotFound)
-	_, _ = w.Write(relay.CodecFor(surfaceOf(r)).AppendErrorBody(nil, fe, requestID(r.Context())))
+	_, _ = w.Write(relay.CodecFor(surfaceOf(r)).AppendErrorBody(nil, fe, requestID(w)))
 }
 
 // authenticate checks the caller's key (Authorization: Bearer or x-api-key) against the static
@@ -244,7 +243,7 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 // another account, or none, is the same 404.
 func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
 	codec := relay.CodecFor(surfaceOf(r))
-	rid := requestID(r.Context())
+	rid := requestID(w)
 	who, err := s.authenticate(r)
 	if err != nil {
 		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
@@ -277,15 +276,13 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-type ctxKey struct{}
-
-func withRequestID(ctx context.Context, rid string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, rid)
-}
-
-func requestID(ctx context.Context) string {
-	rid, _ := ctx.Value(ctxKey{}).(string)
-	return rid
+// requestID is the id ServeHTTP minted for this response (its x-request-id header); reading it
+// back from the header map avoids copying the request into a new context.
+func requestID(w http.ResponseWriter) string {
+	if v := w.Header()["X-Request-Id"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // newRequestID mints "req_" + 24 hex digits of crypto randomness.

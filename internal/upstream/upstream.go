@@ -25,6 +25,13 @@ import (
 // generation, and the new SDKs' requests are valid under it.
 const AnthropicVersion = "2023-06-01"
 
+// Shared header values: net/http only reads request header slices, never writes them.
+var (
+	jsonValue        = []string{"application/json"}
+	eventStreamValue = []string{"text/event-stream"}
+	versionValue     = []string{AnthropicVersion}
+)
+
 // Deadlines are the per-attempt upstream deadlines; zero values take the defaults.
 type Deadlines struct {
 	Headers       time.Duration // non-streaming headers deadline (default 60s)
@@ -50,6 +57,7 @@ func (d *Deadlines) withDefaults() {
 type Client struct {
 	dep       *catalog.Deployment
 	url       string
+	auth      []string // the credential header's value, built once
 	hc        *http.Client
 	deadlines Deadlines
 }
@@ -72,7 +80,15 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	return &Client{dep: dep, url: Endpoint(dep), hc: &http.Client{Transport: tr}, deadlines: d}
+	c := &Client{dep: dep, url: Endpoint(dep), hc: &http.Client{Transport: tr}, deadlines: d}
+	if dep.APIKey != "" {
+		if dep.Dialect == catalog.Anthropic {
+			c.auth = []string{dep.APIKey}
+		} else {
+			c.auth = []string{"Bearer " + dep.APIKey}
+		}
+	}
+	return c
 }
 
 // Endpoint is the URL a deployment's model calls go to (contract.md: the gateway appends
@@ -126,24 +142,24 @@ func (c *Client) Send(ctx context.Context, body []byte, stream bool, anthropicBe
 		return nil, failure.Wrap(failure.UpstreamError, "the provider could not be called", err)
 	}
 	h := req.Header
-	h["Content-Type"] = []string{"application/json"}
+	h["Content-Type"] = jsonValue
 	if stream {
-		h["Accept"] = []string{"text/event-stream"}
+		h["Accept"] = eventStreamValue
 	} else {
-		h["Accept"] = []string{"application/json"}
+		h["Accept"] = jsonValue
 	}
 	switch c.dep.Dialect {
 	case catalog.Anthropic:
-		h["Anthropic-Version"] = []string{AnthropicVersion}
-		if c.dep.APIKey != "" {
-			h["X-Api-Key"] = []string{c.dep.APIKey}
+		h["Anthropic-Version"] = versionValue
+		if c.auth != nil {
+			h["X-Api-Key"] = c.auth
 		}
 		if anthropicBeta != "" {
 			h["Anthropic-Beta"] = []string{anthropicBeta}
 		}
 	default:
-		if c.dep.APIKey != "" {
-			h["Authorization"] = []string{"Bearer " + c.dep.APIKey}
+		if c.auth != nil {
+			h["Authorization"] = c.auth
 		}
 	}
 	resp, err := c.hc.Do(req)

@@ -133,4 +133,3 @@ func TestUpstreamHeaders(t *testing.T) {
 		}
 	})
 }
-
