@@ -118,7 +118,7 @@ func (p *Provider) controlRequests(w http.ResponseWriter, withBody bool) {
 	out := struct {
 		Hits     int           `json:"hits"`
 		Requests []requestView `json:"requests"`
-	}{Hits: len(reqs), Requests: make([]requestView, 0, len(reqs))}
+	}{Hits: p.Hits(), Requests: make([]requestView, 0, len(reqs))}
 	for _, q := range reqs {
 		v := requestView{Seq: q.Seq, At: q.At, Method: q.Method, Path: q.Path, Model: q.Model,
 			Stream: q.Stream, Kind: q.Kind, Rejected: q.Rejected, Header: maskHeaders(q.Header)}

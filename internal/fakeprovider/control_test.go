@@ -164,3 +164,16 @@ func TestServeShutdownEndsHangs(t *testing.T) {
 		t.Error("the hanging stream ended cleanly instead of being dropped")
 	}
 }
+
+func TestRequestsRing(t *testing.T) {
+	p := New("x", catalog.OpenAI)
+	for i := range maxRecorded + 3 {
+		p.mu.Lock()
+		p.record(Request{Seq: int64(i + 1)})
+		p.mu.Unlock()
+	}
+	reqs := p.Requests()
+	if p.Hits() != maxRecorded+3 || len(reqs) != maxRecorded || reqs[0].Seq != 4 || reqs[len(reqs)-1].Seq != maxRecorded+3 {
+		t.Errorf("hits %d, %d kept, first %d last %d", p.Hits(), len(reqs), reqs[0].Seq, reqs[len(reqs)-1].Seq)
+	}
+}

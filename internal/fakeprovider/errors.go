@@ -57,7 +57,7 @@ func statusError(d catalog.Dialect, status int, model string) apiError {
 		e.code, e.message = "request_too_large", "Request too large."
 	case status == http.StatusTooManyRequests:
 		e.typ, e.code = "requests", "rate_limit_exceeded"
-		e.message = fmt.Sprintf("Rate limit reached for %s in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.", model)
+		e.message = fmt.Sprintf("Rate limit reached for %s in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 1s.", model)
 	case status == http.StatusServiceUnavailable:
 		e.typ, e.message = "server_error", "That model is currently overloaded with other requests. You can retry your request, or contact us through our help center at help.openai.com if the error persists."
 	case status >= 500:

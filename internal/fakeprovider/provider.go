@@ -16,6 +16,10 @@ import (
 // maxBodyBytes caps the request bodies the provider reads (Anthropic's own limit is 32 MB).
 const maxBodyBytes = 32 << 20
 
+// maxRecorded is how many of the most recent model requests Requests keeps, so that a long soak
+// run does not grow without bound.
+const maxRecorded = 10000
+
 // closedBuffer is the capacity of the Closed channel; further reports are dropped while it is
 // full.
 const closedBuffer = 64
@@ -32,7 +36,9 @@ type Provider struct {
 	def      Behavior
 	key      string
 	models   []string
-	requests []Request
+	requests []Request // a ring of at most maxRecorded, oldest at requests[first]
+	first    int
+	hits     int
 	seq      int64
 }
 
@@ -94,27 +100,40 @@ func (p *Provider) SetModels(ids ...string) {
 // the hit count to zero. The required key and the model list are kept.
 func (p *Provider) Reset() {
 	p.mu.Lock()
-	p.queue, p.def, p.requests = nil, Behavior{}, nil
+	p.queue, p.def, p.requests, p.first, p.hits = nil, Behavior{}, nil, 0, 0
 	p.mu.Unlock()
 }
 
-// Requests returns a copy of every model request received since New or Reset, in arrival order.
+// Requests returns a copy of the model requests received since New or Reset, in arrival order:
+// all of them, or the most recent 10,000 once Hits exceeds that.
 func (p *Provider) Requests() []Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]Request, len(p.requests))
-	for i, r := range p.requests {
+	out := make([]Request, 0, len(p.requests))
+	for i := range p.requests {
+		r := p.requests[(p.first+i)%len(p.requests)]
 		r.Header = r.Header.Clone()
-		out[i] = r
+		out = append(out, r)
 	}
 	return out
 }
 
-// Hits is the number of model requests received since New or Reset (len(Requests())).
+// Hits is the number of model requests received since New or Reset, rejected ones included.
 func (p *Provider) Hits() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.requests)
+	return p.hits
+}
+
+// record keeps req in the ring of recent requests; p.mu must be held.
+func (p *Provider) record(req Request) {
+	p.hits++
+	if len(p.requests) < maxRecorded {
+		p.requests = append(p.requests, req)
+		return
+	}
+	p.requests[p.first] = req
+	p.first = (p.first + 1) % maxRecorded
 }
 
 // Closed returns a channel that receives a request each time its connection or context ended
@@ -282,7 +301,7 @@ func (p *Provider) admit(w http.ResponseWriter, r *http.Request) (req Request, b
 		}
 		req.Kind = b.Kind
 	}
-	p.requests = append(p.requests, req)
+	p.record(req)
 	p.mu.Unlock()
 
 	setRequestID(w, requestID(req.Seq))

@@ -49,7 +49,11 @@ func (p *Provider) respond(w http.ResponseWriter, r *http.Request, req Request, 
 		if status == 0 {
 			status = http.StatusInternalServerError
 		}
-		return fail(statusError(p.dialect, status, req.Model))
+		e := statusError(p.dialect, status, req.Model)
+		if status == http.StatusTooManyRequests && p.dialect == catalog.OpenAI && b.RetryAfter > 0 {
+			e.message = fmt.Sprintf("Rate limit reached for %s in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in %ds.", req.Model, b.RetryAfter)
+		}
+		return fail(e)
 	case KindContentPolicy:
 		return fail(contentPolicyError(p.dialect))
 	case KindContextOverflow:

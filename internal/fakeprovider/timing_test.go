@@ -152,3 +152,20 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStream measures one complete streamed answer through ServeHTTP (no network), the cost
+// the provider adds to a load harness.
+func BenchmarkStream(b *testing.B) {
+	for _, d := range []catalog.Dialect{catalog.OpenAI, catalog.Anthropic} {
+		b.Run(string(d), func(b *testing.B) {
+			p := New("x", d)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, aborted := serveDirect(p, modelRequest(b.Context(), d, true)); aborted {
+					b.Fatal("aborted")
+				}
+				p.Reset()
+			}
+		})
+	}
+}
