@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/server"
+	"github.com/switchyard-gw/switchyard/internal/store"
+)
+
+// Model ids of the benchmark catalog: one per emulated provider.
+const (
+	modelChat      = "bench-mini"   // OpenAI, non-stream, answers at once
+	modelStream    = "bench-stream" // OpenAI, streams deltas with a fixed gap
+	modelAnthropic = "bench-claude" // Anthropic, streams deltas with a fixed gap
+)
+
+// providerURLs are the roots (scheme://host:port, no /v1) of the three emulated providers.
+type providerURLs struct {
+	OpenAI       string `json:"openai"`
+	OpenAIStream string `json:"openai_stream"`
+	Anthropic    string `json:"anthropic"`
+}
+
+// gatewayURLs are the roots of the proxies in front of the providers: one bare reverse proxy
+// per provider, and one Switchyard for all three.
+type gatewayURLs struct {
+	BareOpenAI       string `json:"bare_openai"`
+	BareOpenAIStream string `json:"bare_openai_stream"`
+	BareAnthropic    string `json:"bare_anthropic"`
+	Switchyard       string `json:"switchyard"`
+}
+
+// streamBehavior is the emulated stream: deltas pieces of text, gap before each.
+func streamBehavior(deltas int, gap time.Duration) fakeprovider.Behavior {
+	text := strings.Repeat("word ", deltas*2)
+	return fakeprovider.Behavior{Text: text, Deltas: deltas, Delay: gap}
+}
+
+// group runs servers until its context ends, and waits for them on stop.
+type group struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	after  []func() // run in reverse order once every server has returned
+}
+
+func newGroup() *group {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &group{ctx: ctx, cancel: cancel}
+}
+
+// serve runs fn in a goroutine owned by the group; fn must return once g.ctx ends.
+func (g *group) serve(fn func(ctx context.Context)) {
+	g.wg.Add(1)
+	go func() { defer g.wg.Done(); fn(g.ctx) }()
+}
+
+// httpServe serves h on ln until the group stops.
+func (g *group) httpServe(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	g.serve(func(ctx context.Context) {
+		errc := make(chan error, 1)
+		go func() { errc <- srv.Serve(ln) }()
+		select {
+		case <-errc:
+			return
+		case <-ctx.Done():
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			_ = srv.Close()
+		}
+		<-errc
+	})
+}
+
+func (g *group) stop() {
+	g.cancel()
+	g.wg.Wait()
+	for i := len(g.after) - 1; i >= 0; i-- {
+		g.after[i]()
+	}
+}
+
+// startProviders starts the three emulated providers on loopback (addrs[i] "" picks a port).
+func startProviders(g *group, addrs [3]string, deltas int, gap time.Duration) (providerURLs, error) {
+	type spec struct {
+		name string
+		d    catalog.Dialect
+		b    fakeprovider.Behavior
+	}
+	specs := [3]spec{
+		{"bench-openai", catalog.OpenAI, fakeprovider.Behavior{}},
+		{"bench-openai-stream", catalog.OpenAI, streamBehavior(deltas, gap)},
+		{"bench-anthropic", catalog.Anthropic, streamBehavior(deltas, gap)},
+	}
+	var roots [3]string
+	for i, s := range specs {
+		addr := addrs[i]
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return providerURLs{}, err
+		}
+		p := fakeprovider.New(s.name, s.d)
+		p.SetDefault(s.b)
+		g.serve(func(ctx context.Context) { _ = fakeprovider.Serve(ctx, ln, p) })
+		roots[i] = "http://" + ln.Addr().String()
+	}
+	return providerURLs{OpenAI: roots[0], OpenAIStream: roots[1], Anthropic: roots[2]}, nil
+}
+
+// resetProviders empties the providers' request logs (the emulator records every request) and
+// restores their behaviors, through the control API. Called between phases, while idle.
+func resetProviders(ctx context.Context, hc *http.Client, p providerURLs, deltas int, gap time.Duration) error {
+	for _, x := range []struct {
+		root string
+		b    fakeprovider.Behavior
+	}{{p.OpenAI, fakeprovider.Behavior{}}, {p.OpenAIStream, streamBehavior(deltas, gap)}, {p.Anthropic, streamBehavior(deltas, gap)}} {
+		if err := post(ctx, hc, x.root+"/_fake/reset", nil); err != nil {
+			return err
+		}
+		body, _ := json.Marshal(map[string]any{"default": x.b})
+		if err := post(ctx, hc, x.root+"/_fake/script", body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func post(ctx context.Context, hc *http.Client, u string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d", u, resp.StatusCode)
+	}
+	return nil
+}
+
+// bareProxy is the baseline: a plain httputil.ReverseProxy with a tuned transport. It flushes
+// event streams at once (ReverseProxy does for text/event-stream). Full duplex is enabled:
+// without it Go's HTTP/1 server closes the request body once the response headers are written
+// while the transport may still be sending it upstream, and the proxy cuts a few percent of
+// streams (golang/go#40747); a baseline that fails requests would flatter nobody.
+func bareProxy(root string) (http.Handler, error) {
+	target, err := url.Parse(root)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 512,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: tr,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	}), nil
+}
+
+// benchConfig is the Switchyard catalog of the run: one model per emulated provider.
+func benchConfig(p providerURLs, storeURL string) string {
+	return fmt.Sprintf(`
+auth: {required: false}
+server: {listen: "127.0.0.1:0"}
+store: {url: %q}
+models:
+  - id: %s
+  - id: %s
+  - id: %s
+deployments:
+  - name: oa-fast
+    dialect: openai
+    base_url: "%s/v1"
+    api_key: sk-bench
+    routes: [{model: %s, price: {input: 0.15, output: 0.6}}]
+  - name: oa-stream
+    dialect: openai
+    base_url: "%s/v1"
+    api_key: sk-bench
+    routes: [{model: %s, price: {input: 0.15, output: 0.6}}]
+  - name: an-stream
+    dialect: anthropic
+    base_url: "%s"
+    api_key: sk-ant-bench
+    routes: [{model: %s, price: {input: 1, output: 5}}]
+`, storeURL, modelChat, modelStream, modelAnthropic,
+		p.OpenAI, modelChat, p.OpenAIStream, modelStream, p.Anthropic, modelAnthropic)
+}
+
+// startGateways starts the three bare proxies and Switchyard, built as cmd/switchyard's run()
+// builds it (config.Parse, catalog.New, a sqlite store in a temporary directory,
+// audit.NewRecorder, server.New), authentication off.
+func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gatewayURLs, error) {
+	var out gatewayURLs
+	bares := []struct {
+		root string
+		dst  *string
+	}{{p.OpenAI, &out.BareOpenAI}, {p.OpenAIStream, &out.BareOpenAIStream}, {p.Anthropic, &out.BareAnthropic}}
+	for _, b := range bares {
+		h, err := bareProxy(b.root)
+		if err != nil {
+			return out, err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return out, err
+		}
+		g.httpServe(ln, h)
+		*b.dst = "http://" + ln.Addr().String()
+	}
+
+	dir, err := os.MkdirTemp("", "switchyard-bench-")
+	if err != nil {
+		return out, err
+	}
+	g.after = append(g.after, func() { _ = os.RemoveAll(dir) })
+	storeURL := "sqlite://" + filepath.Join(dir, "bench.db")
+	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL)))
+	if err != nil {
+		return out, err
+	}
+	cat, err := catalog.New(cfg)
+	if err != nil {
+		return out, err
+	}
+	st, err := store.Open(g.ctx, cfg.Store.URL)
+	if err != nil {
+		return out, err
+	}
+	rec := audit.NewRecorder(st, audit.Options{Logf: logf})
+	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Logf: logf})
+	if err != nil {
+		_ = st.Close()
+		return out, err
+	}
+	// Runs after every HTTP server has returned: close the pools, drain the recorder, close the store.
+	recCtx, stopRec := context.WithCancel(context.Background())
+	recDone := make(chan struct{})
+	go func() { defer close(recDone); _ = rec.Run(recCtx) }() // owned: stopped in the after hook
+	g.after = append(g.after, func() {
+		srv.Close()
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = rec.Flush(fctx)
+		cancel()
+		stopRec()
+		<-recDone
+		_ = st.Close()
+	})
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return out, err
+	}
+	g.httpServe(ln, srv)
+	out.Switchyard = "http://" + ln.Addr().String()
+	return out, nil
+}
+
+// spawn runs this program again in a server role and reads the JSON line of URLs it prints.
+// The child stops when its stdin closes (when the parent calls the returned stop, or dies).
+func spawn(args []string, into any) (stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() { _ = in.Close(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(outp).ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, into)
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("child %v: %w", args, err)
+	}
+	return stop, nil
+}
+
+// serveRole is the child side of spawn: print v as one JSON line, then serve until stdin closes.
+func serveRole(g *group, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stdout.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, os.Stdin) // returns at EOF: the parent is done
+	g.stop()
+	if errors.Is(err, os.ErrClosed) {
+		err = nil
+	}
+	return err
+}

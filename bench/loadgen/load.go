@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// scenario is one kind of request sent to every target.
+type scenario struct {
+	Name      string // chat, stream, anthropic-stream
+	Path      string // request path under a target's root
+	Body      []byte
+	Stream    bool
+	Anthropic bool
+}
+
+func scenarios(chatModel, streamModel, anthropicModel string) []scenario {
+	msg := `"messages":[{"role":"user","content":"Say hello in one short sentence."}]`
+	return []scenario{
+		{Name: "chat", Path: "/v1/chat/completions",
+			Body: fmt.Appendf(nil, `{"model":%q,%s,"max_tokens":64}`, chatModel, msg)},
+		{Name: "stream", Path: "/v1/chat/completions", Stream: true,
+			Body: fmt.Appendf(nil, `{"model":%q,%s,"max_tokens":64,"stream":true,"stream_options":{"include_usage":true}}`, streamModel, msg)},
+		{Name: "anthropic-stream", Path: "/v1/messages", Stream: true, Anthropic: true,
+			Body: fmt.Appendf(nil, `{"model":%q,%s,"max_tokens":64,"stream":true}`, anthropicModel, msg)},
+	}
+}
+
+// target is one path to the providers: direct, a bare proxy, Switchyard, or an external gateway.
+type target struct {
+	Name string
+	Root map[string]string // by scenario name
+}
+
+// newClient is the load generator's client: keep-alive, a large idle pool, no compression, no
+// proxy from the environment, HTTP/1.1 (what every path speaks on loopback).
+func newClient(maxConns int) *http.Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4 * maxConns,
+		MaxIdleConnsPerHost: maxConns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// dist is a latency distribution in microseconds.
+type dist struct {
+	N    int     `json:"n"`
+	P50  float64 `json:"p50_us"`
+	P90  float64 `json:"p90_us"`
+	P99  float64 `json:"p99_us"`
+	Max  float64 `json:"max_us"`
+	Mean float64 `json:"mean_us"`
+}
+
+// phase is one (round, scenario, rate, target) measurement.
+type phase struct {
+	Round    int     `json:"round"`
+	Scenario string  `json:"scenario"`
+	Target   string  `json:"target"`
+	Rate     int     `json:"rate"`
+	Seconds  float64 `json:"seconds"`
+	Sent     int     `json:"sent"`
+	OK       int     `json:"ok"`
+	Errors   int     `json:"errors"`
+	Shed     int     `json:"shed"` // not sent: max in-flight reached (open loop never waits)
+	Late     int     `json:"late"` // sent more than 1 ms after its scheduled time (generator lag)
+	FirstErr string  `json:"first_error,omitempty"`
+	// Latency is the whole response: headers and body read to the end (streams: the last byte).
+	Latency dist `json:"latency"`
+	// TTFB is the first body byte; TTFT the first content delta; Gap the time between two
+	// content deltas of a stream. Streams only.
+	TTFB *dist `json:"ttfb,omitempty"`
+	TTFT *dist `json:"ttft,omitempty"`
+	Gap  *dist `json:"gap,omitempty"`
+}
+
+// sample is one request's timings in nanoseconds.
+type sample struct {
+	ok         bool
+	total      int64
+	ttfb, ttft int64
+	gaps       []int64
+}
+
+// runPhase sends rate requests per second for d, open loop: each request starts at its scheduled
+// time in its own goroutine (bounded by maxInflight; beyond it the request is shed, not
+// delayed), and the phase ends when the last one returns. Timings start when the request is
+// actually sent.
+func runPhase(ctx context.Context, hc *http.Client, sc scenario, root string, rate int, d time.Duration, maxInflight int) phase {
+	n := int(float64(rate) * d.Seconds())
+	if n < 1 {
+		n = 1
+	}
+	interval := time.Second / time.Duration(rate)
+	samples := make([]sample, n)
+	sem := make(chan struct{}, maxInflight)
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	ph := phase{Scenario: sc.Name, Rate: rate}
+	url := root + sc.Path
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		} else if w < -time.Millisecond {
+			ph.Late++
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			ph.Shed++
+			continue
+		}
+		ph.Sent++
+		wg.Add(1)
+		go func(s *sample) { // owned: the phase waits for it; bounded by the client timeout
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := doOne(ctx, hc, sc, url, s); err != nil {
+				firstErr.CompareAndSwap(nil, err.Error())
+			}
+		}(&samples[i])
+	}
+	wg.Wait()
+	ph.Seconds = time.Since(start).Seconds()
+	if e, ok := firstErr.Load().(string); ok {
+		ph.FirstErr = e
+	}
+	var tot, ttfb, ttft, gaps []int64
+	for i := range samples {
+		s := &samples[i]
+		if !s.ok {
+			continue
+		}
+		ph.OK++
+		tot = append(tot, s.total)
+		if sc.Stream {
+			ttfb = append(ttfb, s.ttfb)
+			ttft = append(ttft, s.ttft)
+			gaps = append(gaps, s.gaps...)
+		}
+	}
+	ph.Errors = ph.Sent - ph.OK
+	ph.Latency = summarize(tot)
+	if sc.Stream {
+		a, b, c := summarize(ttfb), summarize(ttft), summarize(gaps)
+		ph.TTFB, ph.TTFT, ph.Gap = &a, &b, &c
+	}
+	return ph
+}
+
+var errIncomplete = errors.New("stream ended without its terminal frame")
+
+// doOne sends one request and fills s.
+func doOne(ctx context.Context, hc *http.Client, sc scenario, url string, s *sample) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(sc.Body))
+	if err != nil {
+		return err
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	if sc.Anthropic {
+		req.Header["Anthropic-Version"] = []string{"2023-06-01"}
+		req.Header["X-Api-Key"] = []string{"bench"}
+	} else {
+		req.Header["Authorization"] = []string{"Bearer bench"}
+	}
+	t0 := time.Now()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	if !sc.Stream {
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		s.total = int64(time.Since(t0))
+		s.ok = true
+		return nil
+	}
+	br := bufio.NewReaderSize(resp.Body, 8<<10)
+	var last int64
+	done := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			now := int64(time.Since(t0))
+			if s.ttfb == 0 {
+				s.ttfb = now
+			}
+			if isDelta(line, sc.Anthropic) {
+				if s.ttft == 0 {
+					s.ttft = now
+				} else {
+					s.gaps = append(s.gaps, now-last)
+				}
+				last = now
+			} else if isDone(line, sc.Anthropic) {
+				done = true
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+	s.total = int64(time.Since(t0))
+	if !done || s.ttft == 0 {
+		return errIncomplete
+	}
+	s.ok = true
+	return nil
+}
+
+var (
+	oaContent   = []byte(`"content":"`)
+	anTextDelta = []byte(`"type":"text_delta"`)
+	oaDone      = []byte("data: [DONE]")
+	anStop      = []byte("event: message_stop")
+)
+
+// isDelta reports whether an SSE line is a data line carrying a non-empty text delta.
+func isDelta(line []byte, anthropic bool) bool {
+	if !bytes.HasPrefix(line, []byte("data:")) {
+		return false
+	}
+	if anthropic {
+		return bytes.Contains(line, anTextDelta)
+	}
+	i := bytes.Index(line, oaContent)
+	return i >= 0 && i+len(oaContent) < len(line) && line[i+len(oaContent)] != '"'
+}
+
+func isDone(line []byte, anthropic bool) bool {
+	if anthropic {
+		return bytes.HasPrefix(line, anStop)
+	}
+	return bytes.HasPrefix(line, oaDone)
+}

@@ -1,0 +1,362 @@
+// Command loadgen measures the latency Switchyard adds in front of a provider, against a bare
+// net/http/httputil.ReverseProxy in front of the same emulated provider, in the same run.
+//
+// One run starts three emulated providers (internal/fakeprovider: OpenAI answering at once,
+// OpenAI streaming -deltas deltas -delta-gap apart, Anthropic streaming the same way), a bare
+// reverse proxy in front of each, and one Switchyard (built as cmd/switchyard's run() builds it,
+// authentication off, sqlite store in a temporary directory) in front of all three, each on
+// its own loopback port. By default the providers and the proxies run in two child processes
+// of this program, so that the load generator's scheduler and GC stay out of the measured
+// servers (-procs 1 keeps everything in one process).
+//
+// It then sends open-loop load to each target in turn, in an order that rotates every round:
+// non-stream chat completions at each of -rates, and streams at -stream-rate. Reported per
+// target are p50/p90/p99 of the whole response (streams: time to first content delta, first
+// byte, and the gap between deltas), and the added latency: the target's percentile minus the
+// direct path's in the same round, then the median over -rounds. The ratio of Switchyard's
+// added latency to the bare proxy's is printed last.
+//
+// External gateways (another Switchyard, Bifrost, ...) are measured with -target NAME=URL; they
+// must route the models of -model, -stream-model and -anthropic-model to the emulated providers,
+// whose addresses -fake-addrs fixes. Only loopback targets are accepted.
+//
+// Every loop is bounded: each phase sends rate x duration requests and waits for them (the
+// client times out after 30 s); the children stop when their stdin closes.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// targetList is the repeatable -target NAME=URL flag.
+type targetList []target
+
+func (t *targetList) String() string { return fmt.Sprint(len(*t), " targets") }
+
+func (t *targetList) Set(v string) error {
+	name, raw, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want NAME=URL")
+	}
+	switch name {
+	case "direct", "bare-proxy", "switchyard":
+		return fmt.Errorf("target name %q is taken by a built-in target", name)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", raw)
+	}
+	if !loopback(u.Hostname()) {
+		return fmt.Errorf("%q is not a loopback address: this harness only loads loopback targets", u.Host)
+	}
+	root := strings.TrimRight(raw, "/")
+	*t = append(*t, target{Name: name, Root: map[string]string{"chat": root, "stream": root, "anthropic-stream": root}})
+	return nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+type options struct {
+	duration, warmup, gap time.Duration
+	rates                 []int
+	streamRate            int
+	rounds, deltas        int
+	maxInflight, procs    int
+	json                  bool
+	scenarios             map[string]bool
+	fakeAddrs             [3]string
+	cpuProfile, memProf   string
+	models                [3]string
+	targets               targetList
+}
+
+func main() {
+	var o options
+	var rates, scen, fakeAddrs, role, provJSON string
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per (target, rate) phase")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each phase, at the phase's rate")
+	flag.StringVar(&rates, "rates", "100,500,1000", "non-stream request rates, requests/s, comma-separated")
+	flag.IntVar(&o.streamRate, "stream-rate", 50, "stream rate, streams/s")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds; each measures every target once per rate, in a rotated order")
+	flag.IntVar(&o.deltas, "deltas", 20, "content deltas per emulated stream")
+	flag.DurationVar(&o.gap, "delta-gap", time.Millisecond, "emulated provider's wait before each stream delta")
+	flag.IntVar(&o.maxInflight, "max-inflight", 2000, "most requests in flight; beyond it requests are shed (counted)")
+	flag.IntVar(&o.procs, "procs", 3, "3: providers and gateways in two child processes; 1: everything in this process")
+	flag.BoolVar(&o.json, "json", false, "print the results as JSON on stdout (the tables go to stderr)")
+	flag.StringVar(&scen, "scenarios", "chat,stream,anthropic-stream", "scenarios to run")
+	flag.StringVar(&fakeAddrs, "fake-addrs", "", "listen addresses of the OpenAI, OpenAI-stream and Anthropic emulated providers (default: free loopback ports)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the gateway process (proxies and Switchyard) to this file")
+	flag.StringVar(&o.memProf, "memprofile", "", "write an allocation profile of the gateway process to this file")
+	flag.StringVar(&o.models[0], "model", modelChat, "model of the chat scenario")
+	flag.StringVar(&o.models[1], "stream-model", modelStream, "model of the stream scenario")
+	flag.StringVar(&o.models[2], "anthropic-model", modelAnthropic, "model of the anthropic-stream scenario")
+	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
+	flag.StringVar(&role, "role", "", "internal: child process role (providers, gateways)")
+	flag.StringVar(&provJSON, "providers", "", "internal: provider URLs for the gateways role")
+	flag.Parse()
+
+	var err error
+	if o.rates, err = parseInts(rates); err != nil {
+		fatal(fmt.Errorf("-rates: %w", err))
+	}
+	if fakeAddrs != "" {
+		parts := strings.Split(fakeAddrs, ",")
+		if len(parts) != 3 {
+			fatal(errors.New("-fake-addrs wants three addresses"))
+		}
+		copy(o.fakeAddrs[:], parts)
+	}
+	o.scenarios = map[string]bool{}
+	for _, s := range strings.Split(scen, ",") {
+		o.scenarios[strings.TrimSpace(s)] = true
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, "loadgen: "+f+"\n", a...) }
+
+	switch role {
+	case "providers":
+		g := newGroup()
+		p, err := startProviders(g, o.fakeAddrs, o.deltas, o.gap)
+		if err != nil {
+			g.stop()
+			fatal(err)
+		}
+		fatal(serveRole(g, p))
+		return
+	case "gateways":
+		var p providerURLs
+		if err := json.Unmarshal([]byte(provJSON), &p); err != nil {
+			fatal(err)
+		}
+		fatal(runGateways(p, o, logf))
+		return
+	case "":
+	default:
+		fatal(fmt.Errorf("unknown -role %q", role))
+	}
+	if o.rounds < 1 || o.duration <= 0 || o.streamRate < 1 || o.deltas < 2 {
+		fatal(errors.New("-rounds, -duration, -stream-rate must be positive and -deltas at least 2"))
+	}
+	fatal(runParent(o, logf))
+}
+
+// runGateways is the gateways child: bare proxies and Switchyard, profiled when asked.
+func runGateways(p providerURLs, o options, logf func(string, ...any)) error {
+	g := newGroup()
+	gw, err := startGateways(g, p, logf)
+	if err != nil {
+		g.stop()
+		return err
+	}
+	stopProf, err := startProfiles(o.cpuProfile, o.memProf)
+	if err != nil {
+		g.stop()
+		return err
+	}
+	err = serveRole(g, gw)
+	stopProf()
+	return err
+}
+
+// startProfiles starts a CPU profile and raises the allocation sampling rate; the returned
+// function writes both.
+func startProfiles(cpu, mem string) (func(), error) {
+	var cf *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		cf = f
+	}
+	if mem != "" {
+		runtime.MemProfileRate = 4096
+	}
+	return func() {
+		if cf != nil {
+			pprof.StopCPUProfile()
+			cf.Close()
+		}
+		if mem != "" {
+			if f, err := os.Create(mem); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+	}, nil
+}
+
+func runParent(o options, logf func(string, ...any)) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var p providerURLs
+	var gw gatewayURLs
+	if o.procs == 1 {
+		g := newGroup()
+		defer g.stop()
+		var err error
+		if p, err = startProviders(g, o.fakeAddrs, o.deltas, o.gap); err != nil {
+			return err
+		}
+		if gw, err = startGateways(g, p, logf); err != nil {
+			return err
+		}
+		stopProf, err := startProfiles(o.cpuProfile, o.memProf)
+		if err != nil {
+			return err
+		}
+		defer stopProf()
+	} else {
+		args := []string{"-role=providers", "-deltas=" + strconv.Itoa(o.deltas), "-delta-gap=" + o.gap.String()}
+		if o.fakeAddrs[0] != "" {
+			args = append(args, "-fake-addrs="+strings.Join(o.fakeAddrs[:], ","))
+		}
+		stopP, err := spawn(args, &p)
+		if err != nil {
+			return err
+		}
+		defer stopP()
+		pj, _ := json.Marshal(p)
+		stopG, err := spawn([]string{"-role=gateways", "-providers=" + string(pj),
+			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf}, &gw)
+		if err != nil {
+			return err
+		}
+		defer stopG()
+	}
+	logf("providers: openai %s, openai-stream %s, anthropic %s", p.OpenAI, p.OpenAIStream, p.Anthropic)
+	logf("bare proxies: %s %s %s; switchyard %s", gw.BareOpenAI, gw.BareOpenAIStream, gw.BareAnthropic, gw.Switchyard)
+
+	targets := []target{
+		{Name: "direct", Root: map[string]string{"chat": p.OpenAI, "stream": p.OpenAIStream, "anthropic-stream": p.Anthropic}},
+		{Name: "bare-proxy", Root: map[string]string{"chat": gw.BareOpenAI, "stream": gw.BareOpenAIStream, "anthropic-stream": gw.BareAnthropic}},
+		{Name: "switchyard", Root: map[string]string{"chat": gw.Switchyard, "stream": gw.Switchyard, "anthropic-stream": gw.Switchyard}},
+	}
+	targets = append(targets, o.targets...)
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
+
+	hc := newClient(o.maxInflight)
+	ctl := newClient(4)
+	var phases []phase
+	metrics := map[string][]string{"chat": {"latency"}, "stream": {"ttft", "ttfb", "gap"}, "anthropic-stream": {"ttft", "ttfb", "gap"}}
+	start := time.Now()
+	for round := 0; round < o.rounds && ctx.Err() == nil; round++ {
+		step := 0
+		for _, sc := range scenarios(o.models[0], o.models[1], o.models[2]) {
+			if !o.scenarios[sc.Name] {
+				continue
+			}
+			rates := o.rates
+			if sc.Stream {
+				rates = []int{o.streamRate}
+			}
+			for _, rate := range rates {
+				step++
+				for i := range targets {
+					t := targets[(i+round+step)%len(targets)] // interleaved: the order rotates
+					if err := resetProviders(ctx, ctl, p, o.deltas, o.gap); err != nil {
+						return fmt.Errorf("reset providers: %w", err)
+					}
+					if o.warmup > 0 {
+						runPhase(ctx, hc, sc, t.Root[sc.Name], rate, o.warmup, o.maxInflight)
+					}
+					ph := runPhase(ctx, hc, sc, t.Root[sc.Name], rate, o.duration, o.maxInflight)
+					ph.Round, ph.Target = round, t.Name
+					phases = append(phases, ph)
+					logf("round %d %-16s %5d/s %-12s ok %6d err %d shed %d late %d p50 %.0fµs p99 %.0fµs%s",
+						round+1, sc.Name, rate, t.Name, ph.OK, ph.Errors, ph.Shed, ph.Late,
+						ph.Latency.P50, ph.Latency.P99, errNote(ph.FirstErr))
+				}
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	rows := aggregate(phases, names, metrics)
+	rs := ratios(rows, "bare-proxy")
+	m := machine()
+	out := os.Stdout
+	if o.json {
+		out = os.Stderr // the tables still reach the terminal
+	}
+	fmt.Fprintf(out, "machine: %s, %d CPUs, %s %s/%s; procs %d; %d deltas %s apart; elapsed %.0fs\n",
+		m["cpu"], runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, o.procs, o.deltas, o.gap, time.Since(start).Seconds())
+	printTables(out, rows, rs, o.rounds, "bare-proxy")
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"machine": m, "elapsed_s": time.Since(start).Seconds(),
+			"settings": map[string]any{"duration_s": o.duration.Seconds(), "warmup_s": o.warmup.Seconds(),
+				"rates": o.rates, "stream_rate": o.streamRate, "rounds": o.rounds, "deltas": o.deltas,
+				"delta_gap_ms": float64(o.gap) / 1e6, "procs": o.procs},
+			"phases": phases, "rows": rows, "ratios": rs,
+		})
+	}
+	return nil
+}
+
+func errNote(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " first error: " + e
+}
+
+func machine() map[string]any {
+	cpu := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return map[string]any{"cpu": cpu, "cpus": runtime.NumCPU(), "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func fatal(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
