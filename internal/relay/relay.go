@@ -313,6 +313,7 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			return rl.callerGone(r)
 		}
 		if kind == dialect.FrameDone {
+			call.Drain() // lets the connection be reused
 			r.res.Usage, r.res.UsageSeen = sc.st.Usage, sc.st.UsageSeen
 			r.finishUsage(sc.st.Usage, sc.st.UsageSeen)
 			r.a.Outcome = audit.OutcomeCompleted

@@ -58,7 +58,9 @@ type Client struct {
 	dep       *catalog.Deployment
 	url       string
 	auth      []string // the credential header's value, built once
-	hc        *http.Client
+	tr        *http.Transport
+	tmpl      *http.Request // method and parsed URL, shared by every attempt (never mutated)
+	tmplErr   error         // a base URL that does not parse (config validation prevents it)
 	deadlines Deadlines
 }
 
@@ -80,7 +82,8 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	c := &Client{dep: dep, url: Endpoint(dep), hc: &http.Client{Transport: tr}, deadlines: d}
+	c := &Client{dep: dep, url: Endpoint(dep), tr: tr, deadlines: d}
+	c.tmpl, c.tmplErr = http.NewRequest(http.MethodPost, c.url, nil)
 	if dep.APIKey != "" {
 		if dep.Dialect == catalog.Anthropic {
 			c.auth = []string{dep.APIKey}
@@ -105,7 +108,7 @@ func Endpoint(dep *catalog.Deployment) string {
 func (c *Client) Deployment() *catalog.Deployment { return c.dep }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
 // Call is one attempt in flight. Its Body reads the response and re-arms the idle deadline on
 // every read; Close must be called exactly once, and releases the attempt's timer and context.
@@ -135,13 +138,19 @@ func (c *Client) Send(ctx context.Context, body []byte, stream bool, anthropicBe
 		d = c.deadlines.StreamHeaders
 	}
 	timer := time.AfterFunc(d, func() { cancel(failure.ErrHeadersDeadline) })
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
+	if c.tmplErr != nil {
 		timer.Stop()
 		cancel(nil)
-		return nil, failure.Wrap(failure.UpstreamError, "the provider could not be called", err)
+		return nil, failure.Wrap(failure.UpstreamError, "the provider could not be called", c.tmplErr)
 	}
-	h := req.Header
+	// The transport is called directly: no redirects (a provider's redirect is a failure, not a
+	// hop to follow with the house credentials), no header copy, the URL parsed once.
+	req := c.tmpl.WithContext(actx)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	h := make(http.Header, 5)
+	req.Header = h
 	h["Content-Type"] = jsonValue
 	if stream {
 		h["Accept"] = eventStreamValue
@@ -162,7 +171,7 @@ func (c *Client) Send(ctx context.Context, body []byte, stream bool, anthropicBe
 			h["Authorization"] = c.auth
 		}
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.tr.RoundTrip(req)
 	if err != nil {
 		timer.Stop()
 		cause := context.Cause(actx)
@@ -185,6 +194,14 @@ func (c *Call) Err(ctx context.Context, err error) error {
 		return err
 	}
 	return classifyTransport(ctx, context.Cause(c.ctx), err)
+}
+
+// Drain reads what is left of a body whose stream has ended normally (at most 64 KiB, within
+// one second), so that the connection goes back to the pool instead of being closed: a stream
+// ends at [DONE] or message_stop, a few bytes before the body's own end.
+func (c *Call) Drain() {
+	c.timer.Reset(time.Second)
+	_, _ = io.CopyN(io.Discard, c.resp.Body, 64<<10)
 }
 
 // Close ends the attempt: the connection is released (or closed when the body was not

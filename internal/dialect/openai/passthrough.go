@@ -130,31 +130,58 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 	if len(data) == 6 && string(data) == "[DONE]" {
 		return append(dst, "data: [DONE]\n\n"...), dialect.FrameDone
 	}
-	root := gjson.Parse(dialect.View(data))
-	if root.Get("error").Exists() {
+	// One pass over the top-level members; each value is then read in place.
+	var model, usage, choices gjson.Result
+	isError := false
+	gjson.Parse(dialect.View(data)).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "model":
+			model = v
+		case "usage":
+			usage = v
+		case "choices":
+			choices = v
+		case "error":
+			isError = true
+			return false
+		}
+		return true
+	})
+	if isError {
 		return dst, dialect.FrameError
 	}
 	kind := dialect.FrameLifecycle
-	if u := root.Get("usage"); u.IsObject() {
-		readUsage(u, &st.Usage)
+	if usage.IsObject() {
+		readUsage(usage, &st.Usage)
 		st.UsageSeen = true
 		kind = dialect.FrameSemantic
-		if !st.IncludeUsage && !root.Get("choices.0").Exists() {
+		if !st.IncludeUsage && !choices.Get("0").Exists() {
 			return dst, dialect.FrameDrop
 		}
 	}
-	if kind == dialect.FrameLifecycle {
-		c := root.Get("choices.0")
-		if c.Exists() {
-			if fr := c.Get("finish_reason"); fr.Exists() && fr.Type != gjson.Null {
-				kind = dialect.FrameSemantic
-			} else if d := c.Get("delta"); d.IsObject() && deltaIsSemantic(d) {
-				kind = dialect.FrameSemantic
-			}
-		}
+	if kind == dialect.FrameLifecycle && choices.IsArray() && choiceIsSemantic(choices.Get("0")) {
+		kind = dialect.FrameSemantic
 	}
-	st.Scratch = dialect.AppendWithModel(st.Scratch[:0], data, "model", st.RequestedModel)
+	if model.Type != gjson.String || model.Index <= 0 || model.Str == st.RequestedModel {
+		return appendData(dst, data), kind
+	}
+	st.Scratch = dialect.SpliceString(st.Scratch[:0], data, model.Index, model.Index+len(model.Raw), st.RequestedModel)
 	return appendData(dst, st.Scratch), kind
+}
+
+// choiceIsSemantic reports whether a chunk's first choice carries output or a finish reason.
+func choiceIsSemantic(c gjson.Result) bool {
+	semantic := false
+	c.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "finish_reason":
+			semantic = v.Type != gjson.Null
+		case "delta":
+			semantic = v.IsObject() && deltaIsSemantic(v)
+		}
+		return !semantic
+	})
+	return semantic
 }
 
 // deltaIsSemantic reports whether a chunk delta carries output (text, reasoning, a tool call or
