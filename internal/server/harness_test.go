@@ -124,19 +124,11 @@ func (g *gateway) anthropicClient(opts ...anthropicopt.RequestOption) anthropic.
 	}, opts...)...)
 }
 
-// generation waits for the audit record of a request id (it is written asynchronously).
+// generation waits for the audit record of a request id: it is queued when the handler
+// returns, which can be after an SDK has read the end of a stream.
 func (g *gateway) generation(t *testing.T, id string) *audit.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := g.Rec.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	rec, err := g.Rec.Lookup(ctx, id)
-	if err != nil {
-		t.Fatalf("generation %s: %v", id, err)
-	}
-	return rec
+	return waitGeneration(t, g, id)
 }
 
 // twoDeployments is a catalog with one model of each dialect, each served by a primary (cheaper,
