@@ -21,6 +21,18 @@ type Codec interface {
 	NormalizeStreamError(data []byte) error
 	AppendErrorBody(dst []byte, fe *failure.Error, requestID string) []byte
 	AppendStreamError(dst []byte, fe *failure.Error, requestID string) []byte
+
+	// Translation (R-DIALECT-2): the full decode and encode through the canonical types.
+	DecodeRequest(body []byte) (*dialect.Request, error)
+	AppendRequest(dst []byte, r *dialect.Request, upstreamModel string, maxOutputTokens int64) ([]byte, error)
+	DecodeResponse(body []byte) (*dialect.Response, error)
+	AppendResponse(dst []byte, r *dialect.Response, requestedModel, requestID string) []byte
+	// The stream decoder and encoder of this dialect live in the translation state (values,
+	// pooled); these reach them.
+	resetDecoder(t *translation)
+	decodeStream(t *translation, ev sse.Event, out []dialect.Event) []dialect.Event
+	resetEncoder(t *translation, requestedModel, requestID string, includeUsage bool)
+	encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte
 }
 
 // CodecFor returns the codec of a dialect (OpenAI for any unknown value).
@@ -77,4 +89,42 @@ func (anthropicCodec) AppendErrorBody(dst []byte, fe *failure.Error, rid string)
 }
 func (anthropicCodec) AppendStreamError(dst []byte, fe *failure.Error, rid string) []byte {
 	return anthropic.AppendStreamError(dst, fe, rid)
+}
+
+func (openaiCodec) DecodeRequest(b []byte) (*dialect.Request, error) { return openai.DecodeRequest(b) }
+func (openaiCodec) AppendRequest(dst []byte, r *dialect.Request, m string, max int64) ([]byte, error) {
+	return openai.AppendRequest(dst, r, m, max)
+}
+func (openaiCodec) DecodeResponse(b []byte) (*dialect.Response, error) { return openai.DecodeResponse(b) }
+func (openaiCodec) AppendResponse(dst []byte, r *dialect.Response, m, rid string) []byte {
+	return openai.AppendResponse(dst, r, m, rid)
+}
+func (openaiCodec) resetDecoder(t *translation) { t.oaDec.Reset() }
+func (openaiCodec) decodeStream(t *translation, ev sse.Event, out []dialect.Event) []dialect.Event {
+	return t.oaDec.Decode(ev, out)
+}
+func (openaiCodec) resetEncoder(t *translation, m, rid string, usage bool) { t.oaEnc.Reset(m, rid, usage) }
+func (openaiCodec) encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte {
+	return t.oaEnc.Append(dst, *ev)
+}
+
+func (anthropicCodec) DecodeRequest(b []byte) (*dialect.Request, error) {
+	return anthropic.DecodeRequest(b)
+}
+func (anthropicCodec) AppendRequest(dst []byte, r *dialect.Request, m string, max int64) ([]byte, error) {
+	return anthropic.AppendRequest(dst, r, m, max)
+}
+func (anthropicCodec) DecodeResponse(b []byte) (*dialect.Response, error) {
+	return anthropic.DecodeResponse(b)
+}
+func (anthropicCodec) AppendResponse(dst []byte, r *dialect.Response, m, rid string) []byte {
+	return anthropic.AppendResponse(dst, r, m, rid)
+}
+func (anthropicCodec) resetDecoder(t *translation) { t.anDec.Reset() }
+func (anthropicCodec) decodeStream(t *translation, ev sse.Event, out []dialect.Event) []dialect.Event {
+	return t.anDec.Decode(ev, out)
+}
+func (anthropicCodec) resetEncoder(t *translation, m, rid string, usage bool) { t.anEnc.Reset(m, rid, usage) }
+func (anthropicCodec) encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte {
+	return t.anEnc.Append(dst, *ev)
 }

@@ -35,7 +35,9 @@ const maxResponseBody = 64 << 20
 
 // Request is one model call as the relay sees it. Body is the caller's body, read once.
 type Request struct {
-	ID            string
+	ID string
+	// Surface is the caller's dialect; Codec is its codec.
+	Surface       catalog.Dialect
 	Codec         Codec
 	Body          []byte
 	Info          dialect.RequestInfo
@@ -106,6 +108,7 @@ type scratch struct {
 	hold []byte // lifecycle frames held before commit
 	st   dialect.StreamState
 	rd   *sse.Reader
+	tr   translation // cross-dialect state
 }
 
 // attemptRun is the state of one attempt, kept out of parameter lists.
@@ -120,6 +123,9 @@ type attemptRun struct {
 	res     *Result
 	upName  string
 	headers depHeaders
+	// up is the deployment's dialect codec; cross says it differs from the caller's.
+	up    Codec
+	cross bool
 }
 
 // Run tries the plan's candidates in order and writes the caller's response to w (R-FAIL-1).
@@ -129,16 +135,36 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 	sc := rl.pool.Get().(*scratch)
 	defer rl.pool.Put(sc)
 	rc := http.NewResponseController(w)
+	sc.tr.reset()
+	maxOut := int64(req.Resolution.Model.MaxOutputTokens)
 
 	var last, firstRejection error
 	var minRetryAfter time.Duration
 	for i := range p.Candidates {
 		c := &p.Candidates[i]
 		dep := c.Route.Deployment
+		up := CodecFor(dep.Dialect)
+		cross := dep.Dialect != req.Surface
+		upName := req.Resolution.UpstreamModel(c.Route)
+		// The body comes first: a request that cannot be carried to this dialect skips the
+		// candidate before any circuit or attempt is spent on it.
+		var dropped []string
+		if cross {
+			var err error
+			sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut)
+			if err != nil {
+				if firstRejection == nil {
+					firstRejection = err
+				}
+				continue
+			}
+		} else {
+			sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
+		}
 		tk, err := rl.circuits.Admit(dep.Provider, dep.Name, c.Route.Model)
 		if err != nil { // not an attempt (R-AUDIT-3)
 			if firstRejection == nil {
-				firstRejection = err
+				firstRejection = plan.CoolingDown()
 			}
 			continue
 		}
@@ -148,11 +174,11 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 		}
 		res.Attempts = append(res.Attempts, audit.Attempt{
 			Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
-			Model: c.Route.Model, UpstreamModel: req.Resolution.UpstreamModel(c.Route),
+			Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
 			DispatchedAt: time.Now(),
 		})
 		run := attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
-			total: len(res.Attempts), sc: sc, res: &res}
+			total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross}
 		err = rl.attempt(ctx, &run)
 		fe := failure.From(err)
 		if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
@@ -177,11 +203,10 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 	// R-FAIL-9: the last failure when a call was made, else the first rejection.
 	final := last
 	if final == nil {
-		if firstRejection != nil || len(p.Candidates) > 0 {
-			final = plan.CoolingDown()
-		} else {
-			final = p.Refusal()
-		}
+		final = firstRejection
+	}
+	if final == nil {
+		final = p.Refusal()
 	}
 	fe := failure.From(final)
 	if fe.Class == failure.UpstreamRateLimited && minRetryAfter > 0 {
@@ -209,7 +234,6 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	}
 	r.upName = r.a.UpstreamModel
 	r.headers = rl.headers[dep.Name]
-	r.sc.body = r.req.Codec.AppendUpstreamBody(r.sc.body[:0], r.req.Body, &r.req.Info, r.upName)
 	stream := r.req.Info.Stream
 	call, err := client.Send(ctx, r.sc.body, stream, r.req.AnthropicBeta)
 	if err != nil {
@@ -221,7 +245,7 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	if call.Status < 200 || call.Status > 299 {
 		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
 		r.sc.resp = b
-		return r.req.Codec.NormalizeError(call.Status, call.Header.Get, b)
+		return r.up.NormalizeError(call.Status, call.Header.Get, b)
 	}
 	if !stream {
 		return rl.complete(ctx, r, call)
@@ -240,7 +264,14 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	if err != nil {
 		return call.Err(ctx, err)
 	}
-	out, usage, seen, err := r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.req.Info.Model)
+	var out []byte
+	var usage dialect.Usage
+	var seen bool
+	if r.cross {
+		out, usage, seen, err = r.sc.tr.rewriteResponse(r.sc.out[:0], b, r.up, r.req.Codec, r.req.Info.Model, r.req.ID)
+	} else {
+		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.req.Info.Model)
+	}
 	r.sc.out = out
 	if err != nil {
 		return err
@@ -268,6 +299,10 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 	sc.hold = sc.hold[:0]
 	sc.rd.Reset(call.Body)
 	codec := r.req.Codec
+	if r.cross {
+		r.up.resetDecoder(&sc.tr)
+		codec.resetEncoder(&sc.tr, r.req.Info.Model, r.req.ID, r.req.Info.IncludeUsage)
+	}
 	for {
 		ev, err := sc.rd.Next()
 		if err != nil {
@@ -282,13 +317,19 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			}
 			return rl.streamFailure(r, err)
 		}
-		out, kind := codec.ScanFrame(sc.out[:0], ev, &sc.st)
+		var out []byte
+		var kind dialect.FrameKind
+		if r.cross {
+			out, kind = sc.tr.scanFrame(sc.out[:0], ev, r.up, codec, &sc.st)
+		} else {
+			out, kind = codec.ScanFrame(sc.out[:0], ev, &sc.st)
+		}
 		sc.out = out
 		switch kind {
 		case dialect.FrameDrop:
 			continue
 		case dialect.FrameError:
-			return rl.streamFailure(r, codec.NormalizeStreamError(ev.Data))
+			return rl.streamFailure(r, r.up.NormalizeStreamError(ev.Data))
 		case dialect.FrameLifecycle:
 			if !r.res.Committed {
 				sc.hold = append(sc.hold, out...)

@@ -67,7 +67,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, surface 
 		fail(err)
 		return
 	}
-	cs.req = relay.Request{ID: rid, Codec: codec, Body: body, Info: info, Resolution: res,
+	cs.req = relay.Request{ID: rid, Surface: surface, Codec: codec, Body: body, Info: info, Resolution: res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta")}
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}

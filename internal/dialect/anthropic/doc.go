@@ -13,4 +13,9 @@
 //   - AppendErrorBody and AppendStreamError encode a *failure.Error as the Anthropic-surface
 //     error body and as the terminal `event: error` of a committed stream (R-FAIL-4), with the
 //     native type strings of R-ERR so that SDK retry logic works.
+//
+// translate_request*.go, translate_response.go, stream_decode.go and stream_encode.go own the
+// translation between this dialect and the canonical types (R-DIALECT-2, wire.md §5; the table
+// is docs/translation.md): DecodeRequest/AppendRequest, DecodeResponse/AppendResponse
+// and the allocation-free StreamDecoder/StreamEncoder.
 package anthropic

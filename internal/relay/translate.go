@@ -1,0 +1,95 @@
+package relay
+
+import (
+	"slices"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/dialect/anthropic"
+	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
+	"github.com/switchyard-gw/switchyard/internal/sse"
+)
+
+// translation is the per-request state of cross-dialect attempts (R-DIALECT-2): the caller's
+// request decoded once, on the first candidate of the other dialect, and the stream decoder of
+// each deployment dialect and encoder of each caller dialect, as values (pooled with scratch).
+type translation struct {
+	decoded bool
+	req     *dialect.Request
+	decErr  error
+	base    int // len(req.Dropped) after decoding: what the caller's decoder itself dropped
+	events  []dialect.Event
+
+	oaDec openai.StreamDecoder
+	oaEnc openai.StreamEncoder
+	anDec anthropic.StreamDecoder
+	anEnc anthropic.StreamEncoder
+}
+
+func (t *translation) reset() {
+	t.decoded, t.req, t.decErr, t.base = false, nil, nil, 0
+	t.events = t.events[:0]
+}
+
+// appendBody builds the upstream body for a candidate of the other dialect: the caller's
+// request, decoded once, encoded in the deployment's dialect. It returns the parameters this
+// attempt dropped. An error is a refusal to translate (a typed 400): the candidate is skipped.
+func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamModel string, maxOut int64) ([]byte, []string, error) {
+	if !t.decoded {
+		t.decoded = true
+		t.req, t.decErr = req.Codec.DecodeRequest(req.Body)
+		if t.req != nil {
+			t.base = len(t.req.Dropped)
+		}
+	}
+	if t.decErr != nil {
+		return dst, nil, t.decErr
+	}
+	t.req.Dropped = t.req.Dropped[:t.base]
+	out, err := up.AppendRequest(dst, t.req, upstreamModel, maxOut)
+	var dropped []string
+	if len(t.req.Dropped) > 0 {
+		dropped = slices.Clone(t.req.Dropped)
+		slices.Sort(dropped)
+		dropped = slices.Compact(dropped)
+	}
+	return out, dropped, err
+}
+
+// scanFrame decodes one upstream event of the deployment's dialect into canonical events and
+// encodes them in the caller's dialect, appending to dst. The frame's kind is the strongest of
+// its events': done, then semantic, then lifecycle; a frame with no event is dropped.
+func (t *translation) scanFrame(dst []byte, ev sse.Event, up, caller Codec, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
+	t.events = up.decodeStream(t, ev, t.events[:0])
+	kind := dialect.FrameDrop
+	for i := range t.events {
+		e := &t.events[i]
+		switch {
+		case e.Type == dialect.EventError:
+			return dst, dialect.FrameError
+		case e.Type == dialect.EventDone:
+			kind = dialect.FrameDone
+		case e.Type.Semantic():
+			if kind != dialect.FrameDone {
+				kind = dialect.FrameSemantic
+			}
+		default:
+			if kind == dialect.FrameDrop {
+				kind = dialect.FrameLifecycle
+			}
+		}
+		if e.Type == dialect.EventUsage {
+			st.Usage, st.UsageSeen = e.Usage, true
+		}
+		dst = caller.encodeStream(t, dst, e)
+	}
+	return dst, kind
+}
+
+// rewriteResponse translates a non-stream response of the deployment's dialect.
+func (t *translation) rewriteResponse(dst, body []byte, up, caller Codec, requestedModel, requestID string) ([]byte, dialect.Usage, bool, error) {
+	resp, err := up.DecodeResponse(body)
+	if err != nil {
+		return dst, dialect.Usage{}, false, err
+	}
+	return caller.AppendResponse(dst, resp, requestedModel, requestID), resp.Usage, resp.UsageSeen, nil
+}
