@@ -23,12 +23,17 @@ type Resolution struct {
 }
 
 // UpstreamModel is the model id sent to the provider on route rt: rt.UpstreamModel plus
-// SnapshotSuffix. It allocates only when there is a suffix.
+// SnapshotSuffix. When the route's upstream id is itself a dated snapshot, the caller's date
+// replaces that date (never a date appended to a date). It allocates only when there is a suffix.
 func (r Resolution) UpstreamModel(rt *Route) string {
 	if r.SnapshotSuffix == "" {
 		return rt.UpstreamModel
 	}
-	return rt.UpstreamModel + r.SnapshotSuffix
+	base := rt.UpstreamModel
+	if k := snapshotSuffixLen(base); k > 0 {
+		base = base[:len(base)-k]
+	}
+	return base + r.SnapshotSuffix
 }
 
 // Resolve maps the model string a caller sent to a catalog model (R-MODEL-1..5), in order:

@@ -3,7 +3,8 @@
 // no net/http, no clock; health comes in through the Health interface declared here.
 //
 // This is the core's plan: the price strategy (R-ORDER-2) with priority and catalog order
-// breaking ties, and the filters the core needs (dialect, circuits). The routing issue adds the
+// breaking ties, and the circuit filter. Routes of either dialect are admitted: the relay
+// translates (R-DIALECT-2, R-ADMIT-5). The routing issue adds the
 // remaining strategies, tie bands, affinity, preferences and suffixes on the same Plan object.
 package plan
 
@@ -19,7 +20,6 @@ import (
 
 // Reasons a route is dropped from the pool, as shown in plans.
 const (
-	ReasonNeedsTranslation = "needs translation" // the deployment speaks the other dialect (translation issue)
 	ReasonCircuitOpen      = "circuit open"      // the deployment's or (deployment, model) circuit is open, or its provider is paused
 )
 
@@ -61,13 +61,14 @@ type Plan struct {
 // Input is what a plan is built from.
 type Input struct {
 	Resolution catalog.Resolution
-	// Surface is the caller's dialect; routes of another dialect are dropped until translation exists.
+	// Surface is the caller's dialect (every route can serve it, through translation when the
+	// deployment speaks the other dialect).
 	Surface catalog.Dialect
 	Blend   Blend
 }
 
-// Build fills p (reusing its slices) with the plan for in. Routes are admitted when their
-// dialect matches the surface and health does not report them open; the admitted ones are
+// Build fills p (reusing its slices) with the plan for in. Routes are admitted when health does
+// not report them open; the admitted ones are
 // ordered by blended price, unpriced last, then by ascending deployment priority, then catalog
 // order (a stable sort).
 func Build(p *Plan, in Input, h Health) {
@@ -80,11 +81,7 @@ func Build(p *Plan, in Input, h Health) {
 	}
 	for _, rt := range m.Routes {
 		dep := rt.Deployment
-		switch {
-		case dep.Dialect != in.Surface:
-			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: ReasonNeedsTranslation})
-			continue
-		case h != nil && h.Open(dep.Provider, dep.Name, rt.Model):
+		if h != nil && h.Open(dep.Provider, dep.Name, rt.Model) {
 			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: ReasonCircuitOpen})
 			continue
 		}
@@ -128,23 +125,7 @@ func (p *Plan) Refusal() error {
 		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 			Msg: fmt.Sprintf("no deployment serves model %q", p.Model)}
 	}
-	translation, health := 0, 0
-	for _, d := range p.Dropped {
-		switch d.Reason {
-		case ReasonNeedsTranslation:
-			translation++
-		case ReasonCircuitOpen:
-			health++
-		}
-	}
-	if health > 0 && translation == 0 {
-		return CoolingDown()
-	}
-	if health == 0 {
-		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
-			Msg: fmt.Sprintf("model %q is served only by deployments of the other dialect; call it on that surface", p.Model)}
-	}
-	// Some routes need translation, the rest are cooling down: the same-dialect ones will be back.
+	// Only circuits drop routes today: the pool is empty because every route is cooling down.
 	return CoolingDown()
 }
 

@@ -26,8 +26,8 @@ func names(p *Plan) string {
 }
 
 // R-ORDER-2: cheapest blended price first (3:1 by default), unpriced after priced, equal prices by
-// ascending priority then catalog order. R-ADMIT-5/7: other-dialect and open routes are dropped
-// with their reason.
+// ascending priority then catalog order. R-ADMIT-5: routes of the other dialect are admitted
+// (translated); R-ADMIT-7: open routes are dropped with their reason.
 func TestBuildOrder(t *testing.T) {
 	m := &catalog.Model{ID: "m", Routes: []*catalog.Route{
 		route("unpriced", catalog.OpenAI, 0, nil),
@@ -40,16 +40,16 @@ func TestBuildOrder(t *testing.T) {
 	}}
 	var p Plan
 	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}, openSet{"open": true})
-	if got, want := names(&p), "cheap-p0 cheap-p1 input-cheap dear unpriced "; got != want {
+	if got, want := names(&p), "other-dialect cheap-p0 cheap-p1 input-cheap dear unpriced "; got != want {
 		t.Fatalf("order %q, want %q", got, want)
 	}
-	want := []Dropped{{"other-dialect", "m", ReasonNeedsTranslation}, {"open", "m", ReasonCircuitOpen}}
+	want := []Dropped{{"open", "m", ReasonCircuitOpen}}
 	if fmt.Sprint(p.Dropped) != fmt.Sprint(want) {
 		t.Fatalf("dropped %v", p.Dropped)
 	}
 	// 1:1 blend: input-cheap (9.5) is now dearer than dear? no: 3+15=18 > 9.5 > 6.
 	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI, Blend: Blend{1, 1}}, nil)
-	if got, want := names(&p), "open cheap-p0 cheap-p1 input-cheap dear unpriced "; got != want {
+	if got, want := names(&p), "other-dialect open cheap-p0 cheap-p1 input-cheap dear unpriced "; got != want {
 		t.Fatalf("1:1 order %q, want %q", got, want)
 	}
 }
@@ -65,9 +65,8 @@ func TestRefusal(t *testing.T) {
 		t.Fatalf("refusal %+v", fe)
 	}
 	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.Anthropic}, nil)
-	fe = failure.From(p.Refusal())
-	if fe.Class != failure.InvalidRequest {
-		t.Fatalf("translation refusal %+v", fe)
+	if err := p.Refusal(); err != nil {
+		t.Fatalf("a route of the other dialect is admitted (translated): %v", err)
 	}
 	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}, nil)
 	if err := p.Refusal(); err != nil {
