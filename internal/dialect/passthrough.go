@@ -135,3 +135,37 @@ func AppendOneLine(dst, data []byte) []byte {
 		data = data[i+1:]
 	}
 }
+
+// ScanObject calls visit for every member of the JSON object obj, in one pass, and returns the
+// first member name that appears twice ("" when none). A body with duplicate keys is refused by
+// the callers: the gateway routes on the first `model` while a provider may read the last, so
+// duplicates would let a caller reach a model it was not routed to.
+func ScanObject(obj gjson.Result, visit func(key string, v gjson.Result)) (dup string) {
+	var seen [48]string
+	n := 0
+	var extra map[string]struct{}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i := 0; i < n; i++ {
+			if seen[i] == k.Str {
+				dup = k.Str
+				return false
+			}
+		}
+		if n < len(seen) {
+			seen[n] = k.Str
+			n++
+		} else {
+			if extra == nil {
+				extra = make(map[string]struct{})
+			}
+			if _, ok := extra[k.Str]; ok {
+				dup = k.Str
+				return false
+			}
+			extra[k.Str] = struct{}{}
+		}
+		visit(k.Str, v)
+		return true
+	})
+	return dup
+}

@@ -20,7 +20,7 @@ import (
 
 // Reasons a route is dropped from the pool, as shown in plans.
 const (
-	ReasonCircuitOpen      = "circuit open"      // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	ReasonCircuitOpen = "circuit open" // the deployment's or (deployment, model) circuit is open, or its provider is paused
 )
 
 // Health reports whether routing must drop a route now (R-ADMIT-7). circuit.Set satisfies it.

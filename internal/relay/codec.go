@@ -95,7 +95,9 @@ func (openaiCodec) DecodeRequest(b []byte) (*dialect.Request, error) { return op
 func (openaiCodec) AppendRequest(dst []byte, r *dialect.Request, m string, max int64) ([]byte, error) {
 	return openai.AppendRequest(dst, r, m, max)
 }
-func (openaiCodec) DecodeResponse(b []byte) (*dialect.Response, error) { return openai.DecodeResponse(b) }
+func (openaiCodec) DecodeResponse(b []byte) (*dialect.Response, error) {
+	return openai.DecodeResponse(b)
+}
 func (openaiCodec) AppendResponse(dst []byte, r *dialect.Response, m, rid string) []byte {
 	return openai.AppendResponse(dst, r, m, rid)
 }
@@ -103,7 +105,9 @@ func (openaiCodec) resetDecoder(t *translation) { t.oaDec.Reset() }
 func (openaiCodec) decodeStream(t *translation, ev sse.Event, out []dialect.Event) []dialect.Event {
 	return t.oaDec.Decode(ev, out)
 }
-func (openaiCodec) resetEncoder(t *translation, m, rid string, usage bool) { t.oaEnc.Reset(m, rid, usage) }
+func (openaiCodec) resetEncoder(t *translation, m, rid string, usage bool) {
+	t.oaEnc.Reset(m, rid, usage)
+}
 func (openaiCodec) encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte {
 	return t.oaEnc.Append(dst, *ev)
 }
@@ -124,7 +128,9 @@ func (anthropicCodec) resetDecoder(t *translation) { t.anDec.Reset() }
 func (anthropicCodec) decodeStream(t *translation, ev sse.Event, out []dialect.Event) []dialect.Event {
 	return t.anDec.Decode(ev, out)
 }
-func (anthropicCodec) resetEncoder(t *translation, m, rid string, usage bool) { t.anEnc.Reset(m, rid, usage) }
+func (anthropicCodec) resetEncoder(t *translation, m, rid string, usage bool) {
+	t.anEnc.Reset(m, rid, usage)
+}
 func (anthropicCodec) encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte {
 	return t.anEnc.Append(dst, *ev)
 }

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -23,25 +24,39 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 	if !root.IsObject() {
 		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
 	}
-	m := root.Get("model")
+	var m, msgs, stream, mt gjson.Result
+	dup := dialect.ScanObject(root, func(k string, v gjson.Result) {
+		switch k {
+		case "model":
+			m = v
+		case "messages":
+			msgs = v
+		case "stream":
+			stream = v
+		case "max_tokens":
+			mt = v
+		}
+	})
+	if dup != "" {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: dup, Msg: fmt.Sprintf("the request body has the key %q more than once", dup)}
+	}
 	if m.Type != gjson.String || m.Str == "" {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "model", Msg: "model: a non-empty string is required"}
 	}
 	info.Model = strings.Clone(m.Str)
 	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
-	if msgs := root.Get("messages"); !msgs.IsArray() {
+	if !msgs.IsArray() {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "messages: an array is required"}
 	}
-	switch s := root.Get("stream"); s.Type {
+	switch stream.Type {
 	case gjson.Null, gjson.False:
 	case gjson.True:
 		info.Stream = true
 	default:
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "stream", Msg: "stream: a boolean is required"}
 	}
-	mt := root.Get("max_tokens")
-	if mt.Type != gjson.Number || mt.Num < 0 || mt.Num != float64(int64(mt.Num)) {
-		return info, &failure.Error{Class: failure.InvalidRequest, Param: "max_tokens", Msg: "max_tokens: a non-negative integer is required"}
+	if mt.Type != gjson.Number || mt.Num < 0 || mt.Num != float64(int64(mt.Num)) || mt.Num > 1e15 {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "max_tokens", Msg: "max_tokens: an integer from 0 to 10^15 is required"}
 	}
 	info.MaxTokens = int64(mt.Num)
 	return info, nil

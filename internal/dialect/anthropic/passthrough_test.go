@@ -86,3 +86,11 @@ func TestScanFrameUsage(t *testing.T) {
 		t.Fatalf("usage %+v", st.Usage)
 	}
 }
+
+// A duplicated key is refused: routing reads the first `model`, a provider may read the last.
+func TestParseRequestDuplicateKeys(t *testing.T) {
+	_, err := ParseRequest([]byte(`{"model":"a","max_tokens":1,"messages":[],"model":"b"}`))
+	if fe := failure.From(err); fe == nil || fe.Class != failure.InvalidRequest || fe.Param != "model" {
+		t.Fatalf("%v", err)
+	}
+}

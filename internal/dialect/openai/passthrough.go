@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -23,24 +24,44 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 	if !root.IsObject() {
 		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
 	}
-	m := root.Get("model")
+	var m, msgs, stream, n, so, maxc, maxt gjson.Result
+	dup := dialect.ScanObject(root, func(k string, v gjson.Result) {
+		switch k {
+		case "model":
+			m = v
+		case "messages":
+			msgs = v
+		case "stream":
+			stream = v
+		case "n":
+			n = v
+		case "stream_options":
+			so = v
+		case "max_completion_tokens":
+			maxc = v
+		case "max_tokens":
+			maxt = v
+		}
+	})
+	if dup != "" {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: dup, Msg: fmt.Sprintf("the request body has the key %q more than once", dup)}
+	}
 	if m.Type != gjson.String || m.Str == "" {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "model", Msg: "`model` is required and must be a non-empty string"}
 	}
 	info.Model = strings.Clone(m.Str) // m.Str aliases the body
 	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
-	if msgs := root.Get("messages"); !msgs.IsArray() {
+	if !msgs.IsArray() {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "`messages` is required and must be an array"}
 	}
-	switch s := root.Get("stream"); s.Type {
-	case gjson.Null:
+	switch stream.Type {
+	case gjson.Null, gjson.False:
 	case gjson.True:
 		info.Stream = true
-	case gjson.False:
 	default:
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "stream", Msg: "`stream` must be a boolean"}
 	}
-	if n := root.Get("n"); n.Exists() && n.Type != gjson.Null {
+	if n.Exists() && n.Type != gjson.Null {
 		if n.Type != gjson.Number || n.Num != float64(int64(n.Num)) || n.Num < 1 {
 			return info, &failure.Error{Class: failure.InvalidRequest, Param: "n", Msg: "`n` must be a positive integer"}
 		}
@@ -48,18 +69,21 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 			return info, &failure.Error{Class: failure.InvalidRequest, Param: "n", Msg: "`n` > 1 is not supported: every response has a single choice"}
 		}
 	}
-	if so := root.Get("stream_options"); so.Exists() && so.Type != gjson.Null {
+	if so.Exists() && so.Type != gjson.Null {
 		if !so.IsObject() {
 			return info, &failure.Error{Class: failure.InvalidRequest, Param: "stream_options", Msg: "`stream_options` must be an object"}
 		}
 		info.IncludeUsage = so.Get("include_usage").Type == gjson.True
 	}
-	for _, k := range [...]string{"max_completion_tokens", "max_tokens"} {
-		if v := root.Get(k); v.Exists() && v.Type != gjson.Null {
-			if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) {
-				return info, &failure.Error{Class: failure.InvalidRequest, Param: k, Msg: "`" + k + "` must be a non-negative integer"}
+	for _, c := range [...]struct {
+		k string
+		v gjson.Result
+	}{{"max_completion_tokens", maxc}, {"max_tokens", maxt}} {
+		if c.v.Exists() && c.v.Type != gjson.Null {
+			if c.v.Type != gjson.Number || c.v.Num < 0 || c.v.Num != float64(int64(c.v.Num)) || c.v.Num > 1e15 {
+				return info, &failure.Error{Class: failure.InvalidRequest, Param: c.k, Msg: "`" + c.k + "` must be a non-negative integer"}
 			}
-			info.MaxTokens = int64(v.Num)
+			info.MaxTokens = int64(c.v.Num)
 			break
 		}
 	}

@@ -143,3 +143,19 @@ func TestScanFrameMultiLineData(t *testing.T) {
 		t.Fatalf("frame %q", out)
 	}
 }
+
+// A duplicated key is refused: routing reads the first `model`, a provider may read the last.
+func TestParseRequestDuplicateKeys(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"a","model":"b","messages":[]}`,
+		`{"model":"a","stream":false,"messages":[],"stream":true}`,
+	} {
+		_, err := ParseRequest([]byte(body))
+		if fe := failure.From(err); fe == nil || fe.Class != failure.InvalidRequest {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	if _, err := ParseRequest([]byte(`{"model":"a","messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]}`)); err != nil {
+		t.Errorf("nested repeated keys are fine: %v", err)
+	}
+}
