@@ -63,6 +63,9 @@ type Relay struct {
 	clients  map[string]*upstream.Client // by deployment name; read-only after New
 	headers  map[string]depHeaders       // by deployment name; read-only after New
 	pool     sync.Pool                   // *scratch
+	// Logf, when set, receives one line per failed attempt: request id, deployment, class and
+	// the failure's cause (status and provider error type/code, never provider text).
+	Logf func(format string, args ...any)
 }
 
 // depHeaders are a deployment's response header values, built once: net/http only reads them.
@@ -175,8 +178,10 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 		res.Attempts = append(res.Attempts, audit.Attempt{
 			Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
 			Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
-			DispatchedAt: time.Now(),
+			UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(),
 		})
+		a := &res.Attempts[len(res.Attempts)-1]
+		a.Price, a.BillingSource = priceOf(req.Resolution.Model, c.Route)
 		run := attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
 			total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross}
 		err = rl.attempt(ctx, &run)
@@ -191,6 +196,9 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 		}
 		tk.Done(fe)
 		run.a.Outcome, run.a.ErrorCode = audit.OutcomeFailed, string(fe.Class)
+		if rl.Logf != nil && fe.Class != failure.Cancelled {
+			rl.Logf("request %s attempt %d deployment %s failed: %v", req.ID, run.a.Attempt, dep.Name, fe)
+		}
 		if fe.Class == failure.Cancelled || ctx.Err() != nil {
 			run.a.Outcome = audit.OutcomeCancelled
 			return rl.cancelled(&res)
@@ -245,7 +253,14 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	if call.Status < 200 || call.Status > 299 {
 		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
 		r.sc.resp = b
-		return r.up.NormalizeError(call.Status, call.Header.Get, b)
+		err := r.up.NormalizeError(call.Status, call.Header.Get, b)
+		if fe := failure.From(err); call.Status == http.StatusNotFound && fe.Class == failure.UpstreamError && r.req.Resolution.SnapshotSuffix != "" {
+			// The provider does not know the dated snapshot the caller named: the caller's
+			// model string is at fault, not the deployment (no failover, no circuit).
+			return &failure.Error{Class: failure.ModelUnavailable, Param: "model", UpstreamStatus: call.Status, Cause: err,
+				Msg: "the dated snapshot " + strconv.Quote(r.req.Info.Model) + " is not served by the provider; GET /v1/models lists the available models"}
+		}
+		return err
 	}
 	if !stream {
 		return rl.complete(ctx, r, call)
@@ -426,6 +441,29 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 	} else {
 		r.a.UsageProvenance = audit.ProvenanceUnknown
 	}
+	r.a.CostUSD = costUSD(u, r.a.Price)
+}
+
+// priceOf is the billing price of a route (R-BILL-3): the catalog model's price when set,
+// otherwise the serving route's, otherwise none.
+func priceOf(m *catalog.Model, rt *catalog.Route) (*audit.PriceSnapshot, string) {
+	switch {
+	case m != nil && m.Price != nil:
+		return &audit.PriceSnapshot{InputPerMTokUSD: m.Price.InputPerMTokUSD, OutputPerMTokUSD: m.Price.OutputPerMTokUSD}, "model_price"
+	case rt.Price != nil:
+		return &audit.PriceSnapshot{InputPerMTokUSD: rt.Price.InputPerMTokUSD, OutputPerMTokUSD: rt.Price.OutputPerMTokUSD}, "route_price"
+	}
+	return nil, "unpriced"
+}
+
+// costUSD is the cost of usage at price p, in USD. Every prompt token (cached and cache-write
+// included) is charged at the input price until the catalog carries cache prices; the ledger of
+// the accounts issue keeps integer micro-USD.
+func costUSD(u dialect.Usage, p *audit.PriceSnapshot) float64 {
+	if p == nil {
+		return 0
+	}
+	return (float64(u.Input+u.Cached+u.CacheWrite)*p.InputPerMTokUSD + float64(u.Output)*p.OutputPerMTokUSD) / 1e6
 }
 
 // WriteError writes a caller-facing error in the codec's dialect: the status of the class, the

@@ -115,6 +115,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		s.clients[d.Name] = upstream.New(d, dl)
 	}
 	s.relay = relay.New(s.circuits, s.clients)
+	s.relay.Logf = s.logf
 	for _, k := range cfg.Keys {
 		if k.Secret == "" {
 			continue
@@ -257,7 +258,9 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec, err := s.rec.Lookup(r.Context(), id)
-	if err != nil || (who.account != "" && rec.Account != who.account) || (who.account == "" && rec.Account != "" && s.authRequired) {
+	// Only the account that made the request reads it; an anonymous caller (auth optional) reads
+	// only anonymous records.
+	if err != nil || rec.Account != who.account {
 		if err != nil && !errors.Is(err, audit.ErrNotFound) {
 			s.logf("generation lookup %q: %v", id, err)
 		}

@@ -1,0 +1,103 @@
+package server_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/circuit"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+)
+
+// R-MODEL-3 with R-CIRCUIT-3: a dated snapshot the provider does not know is the caller's fault:
+// 404 model_unavailable, no failover, and no circuit moves however often it is repeated — a
+// caller cannot take a model down with made-up dates.
+func TestUnknownSnapshotIsCallerFault(t *testing.T) {
+	g := startTwo(t)
+	notFound := fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 404, ErrorCode: "model_not_found"}
+	g.Fakes["oa-primary"].SetDefault(notFound)
+	g.Fakes["oa-backup"].SetDefault(notFound)
+	for range 4 {
+		resp, b := icPost(t, g.URL, "/v1/chat/completions", icChatBody("gpt-4o-mini-2031-01-01", false))
+		icCheckError(t, catalog.OpenAI, resp, b, 404, "model_unavailable", "invalid_request_error")
+		if resp.Header.Get("x-switchyard-attempts") != "1" {
+			t.Fatalf("attempts %s, want 1 (no failover)", resp.Header.Get("x-switchyard-attempts"))
+		}
+	}
+	if g.Fakes["oa-backup"].Hits() != 0 {
+		t.Fatalf("backup hit %d times", g.Fakes["oa-backup"].Hits())
+	}
+	for _, s := range g.Srv.Circuits().States() {
+		if s.State != circuit.Closed {
+			t.Fatalf("circuit %+v moved", s)
+		}
+	}
+	g.Fakes["oa-primary"].SetDefault(fakeprovider.Behavior{})
+	if resp, b := icCall(t, g.URL, catalog.OpenAI, "gpt-4o-mini", false); resp.StatusCode != 200 || resp.Header.Get("x-switchyard-deployment") != "oa-primary" {
+		t.Fatalf("after: %d %s", resp.StatusCode, b)
+	}
+}
+
+// R-AUDIT-2: with authentication optional, an anonymous caller cannot read a record made with a
+// key; only that key's account can.
+func TestGenerationAnonymousCannotReadAccountRecords(t *testing.T) {
+	g := startGateway(t, `
+auth: {required: false}
+keys: [{name: a, secret: key-aaaa-1111, account: acct-a}]
+models: [{id: m}]
+deployments: [{name: oa, dialect: openai, base_url: "{{oa}}", api_key: k, routes: [{model: m}]}]
+`, oa("oa"))
+	resp, _ := icPost(t, g.URL, "/v1/chat/completions", icChatBody("m", false), "Authorization", "Bearer key-aaaa-1111")
+	id := resp.Header.Get("x-request-id")
+	g.generation(t, id)
+	if r, b := icGet(t, g.URL, "/v1/generation?id="+id); r.StatusCode != 404 {
+		t.Fatalf("anonymous read: %d %s", r.StatusCode, b)
+	}
+	if r, b := icGet(t, g.URL, "/v1/generation?id="+id, "Authorization", "Bearer key-aaaa-1111"); r.StatusCode != 200 {
+		t.Fatalf("owner read: %d %s", r.StatusCode, b)
+	}
+}
+
+// R-AUDIT-2, R-BILL-3: the attempt carries the price snapshot used (the model's price when set,
+// else the route's) and the cost of the provider-reported usage; a failed attempt has unknown
+// usage and no cost.
+func TestAttemptPriceAndCost(t *testing.T) {
+	g := startGateway(t, `
+auth: {required: false}
+models:
+  - {id: routed}
+  - {id: modelpriced, price: {input: 10, output: 20}}
+deployments:
+  - name: a
+    dialect: openai
+    base_url: "{{a}}"
+    api_key: k
+    routes: [{model: routed, price: {input: 2, output: 8}}, {model: modelpriced, price: {input: 1, output: 1}}]
+  - name: b
+    dialect: openai
+    base_url: "{{b}}"
+    api_key: k
+    routes: [{model: routed, price: {input: 3, output: 9}}]
+`, oa("a"), oa("b"))
+	g.Fakes["a"].Script(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500})
+	resp, _ := icCall(t, g.URL, catalog.OpenAI, "routed", false)
+	rec := g.generation(t, resp.Header.Get("x-request-id"))
+	if len(rec.Attempts) != 2 {
+		t.Fatalf("attempts %+v", rec.Attempts)
+	}
+	failed, served := rec.Attempts[0], rec.Attempts[1]
+	if failed.UsageProvenance != "unknown" || failed.CostUSD != 0 || failed.BillingSource != "route_price" {
+		t.Fatalf("failed attempt %+v", failed)
+	}
+	tk := served.Tokens
+	want := (float64(tk.Input+tk.Cached+tk.CacheWrite)*3 + float64(tk.Output)*9) / 1e6
+	if served.BillingSource != "route_price" || served.Price == nil || served.Price.InputPerMTokUSD != 3 || math.Abs(served.CostUSD-want) > 1e-12 || want == 0 {
+		t.Fatalf("served attempt %+v (want cost %v)", served, want)
+	}
+	resp, _ = icCall(t, g.URL, catalog.OpenAI, "modelpriced", false)
+	rec = g.generation(t, resp.Header.Get("x-request-id"))
+	a := rec.Attempts[0]
+	if a.BillingSource != "model_price" || a.Price.InputPerMTokUSD != 10 || a.Price.OutputPerMTokUSD != 20 {
+		t.Fatalf("model price not used: %+v", a)
+	}
+}
