@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 	"github.com/switchyard-gw/switchyard/internal/server"
 	"github.com/switchyard-gw/switchyard/internal/store"
@@ -193,7 +194,13 @@ func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
+	// Requests derive from base: when the shutdown grace runs out it is cancelled with
+	// failure.ErrShutdown, so that streams still running end with a terminal error event (and
+	// their audit is recorded) instead of being cut.
+	base, stopBase := context.WithCancelCause(context.Background())
+	defer stopBase(nil)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	fmt.Fprintf(os.Stderr, "listening on %s\n", ln.Addr())
@@ -212,8 +219,15 @@ func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error
 	logf("shutting down: letting in-flight requests finish (up to %s)", grace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if err := hs.Shutdown(sctx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		logf("shutdown grace over: ending the requests still in flight")
+		stopBase(failure.ErrShutdown)
+		ectx, ecancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer ecancel()
+		_ = hs.Shutdown(ectx)
 	}
 	fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer fcancel()

@@ -57,6 +57,11 @@ func Wrap(c Class, msg string, cause error) error { return &Error{Class: c, Msg:
 // (or went idle) within its deadline.
 var ErrHeadersDeadline = errors.New("failure: upstream deadline exceeded")
 
+// ErrShutdown is the context cause set on in-flight requests when the gateway's shutdown grace
+// has run out: a request ended this way is answered (or its stream ended) with a
+// gateway_error instead of being cut silently.
+var ErrShutdown = errors.New("failure: gateway shutting down")
+
 // From returns the classified form of err. A *Error anywhere in the chain is returned as is;
 // a context cancellation becomes Cancelled, a deadline cause becomes UpstreamTimeout, and any
 // other error (a reset, a refused connection, a TLS failure) is UpstreamError. From(nil) is nil.

@@ -199,7 +199,7 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 		if rl.Logf != nil && fe.Class != failure.Cancelled {
 			rl.Logf("request %s attempt %d deployment %s failed: %v", req.ID, run.a.Attempt, dep.Name, fe)
 		}
-		if fe.Class == failure.Cancelled || ctx.Err() != nil {
+		if fe.Class == failure.Cancelled || (ctx.Err() != nil && fe.Class != failure.GatewayError) {
 			run.a.Outcome = audit.OutcomeCancelled
 			return rl.cancelled(&res)
 		}
@@ -397,6 +397,9 @@ func (rl *Relay) streamFailure(r *attemptRun, err error) error {
 	r.a.Outcome, r.a.ErrorCode = audit.OutcomeTruncated, string(failure.UpstreamTruncated)
 	r.res.Class = failure.UpstreamTruncated
 	term := &failure.Error{Class: failure.UpstreamTruncated, Msg: "the provider failed after the response started; the response is incomplete"}
+	if fe.Class == failure.GatewayError {
+		term.Msg = "the gateway is shutting down; the response is incomplete"
+	}
 	r.sc.out = r.req.Codec.AppendStreamError(r.sc.out[:0], term, r.req.ID)
 	if _, err := r.w.Write(r.sc.out); err == nil {
 		_ = r.rc.Flush()

@@ -1,11 +1,18 @@
 package server_test
 
 import (
+	"bufio"
+	"context"
 	"math"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
 
@@ -99,5 +106,56 @@ deployments:
 	a := rec.Attempts[0]
 	if a.BillingSource != "model_price" || a.Price.InputPerMTokUSD != 10 || a.Price.OutputPerMTokUSD != 20 {
 		t.Fatalf("model price not used: %+v", a)
+	}
+}
+
+// Graceful shutdown, past the grace: a stream still running when the gateway ends in-flight
+// requests (their base context cancelled with failure.ErrShutdown) ends with one terminal error
+// event in the caller's dialect, not a silent cut, and its audit is recorded (R-FAIL-4).
+func TestShutdownPastGraceEndsStreamsWithAnError(t *testing.T) {
+	g := startTwo(t)
+	g.Fakes["oa-primary"].SetDefault(fakeprovider.Behavior{Deltas: 50, Delay: 50 * time.Millisecond})
+	base, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: g.Srv, BaseContext: func(net.Listener) context.Context { return base }}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json",
+		strings.NewReader(icChatBody("gpt-4o-mini", true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var frames []string
+	for {
+		line, err := br.ReadString('\n')
+		if strings.HasPrefix(line, "data: ") {
+			frames = append(frames, line)
+			if len(frames) == 3 { // the role chunk and two deltas: the stream is committed
+				stop(failure.ErrShutdown)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	last := frames[len(frames)-1]
+	if !strings.Contains(last, `"error"`) || !strings.Contains(last, "upstream_truncated") || !strings.Contains(last, "shutting down") {
+		t.Fatalf("last frame %q, want the terminal error", last)
+	}
+	for _, f := range frames[:len(frames)-1] {
+		if strings.Contains(f, `"error"`) || strings.Contains(f, "[DONE]") {
+			t.Fatalf("frame %q before the end", f)
+		}
+	}
+	rec := g.generation(t, resp.Header.Get("x-request-id"))
+	if rec.Attempts[0].Outcome != "truncated" {
+		t.Fatalf("audit %+v", rec.Attempts)
 	}
 }

@@ -227,6 +227,8 @@ func (r *idleReader) Read(p []byte) (int, error) {
 // (refused, reset, TLS, EOF before headers) is upstream_error.
 func classifyTransport(callerCtx context.Context, cause, err error) error {
 	switch {
+	case errors.Is(context.Cause(callerCtx), failure.ErrShutdown):
+		return &failure.Error{Class: failure.GatewayError, Msg: "the gateway is shutting down", Cause: err}
 	case callerCtx.Err() != nil:
 		return &failure.Error{Class: failure.Cancelled, Msg: "the request was cancelled", Cause: err}
 	case errors.Is(cause, failure.ErrHeadersDeadline):
