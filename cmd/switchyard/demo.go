@@ -96,6 +96,7 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 	urls := make([]any, 0, len(fakes))
 	for _, f := range fakes {
 		p := fakeprovider.New(f.name, f.d)
+		p.DisableControl()
 		if f.status != 0 {
 			demoFlaky(p, f.status)
 		}

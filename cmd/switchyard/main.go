@@ -81,6 +81,12 @@ func cmdCheck(args []string, out io.Writer) error {
 	if _, err := catalog.New(cfg); err != nil {
 		return err
 	}
+	if err := store.Check(cfg.Store.URL); err != nil {
+		return fmt.Errorf("%s: store.url: %w", *file, err)
+	}
+	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
+		fmt.Fprintf(out, "%s: warning: auth.required is false and server.listen %q is not a loopback address\n", *file, cfg.Server.Listen)
+	}
 	fmt.Fprintf(out, "%s: ok (%d models, %d deployments)\n", *file, len(cfg.Models), len(cfg.Deployments))
 	return nil
 }
@@ -134,11 +140,13 @@ func emulateKeyless(ctx context.Context, cfg *config.Config) error {
 		if d.APIKey != "" {
 			continue
 		}
-		url, err := startFake(ctx, fakeprovider.New(d.Name, catalog.Dialect(d.Dialect)), catalog.Dialect(d.Dialect))
+		p := fakeprovider.New(d.Name, catalog.Dialect(d.Dialect))
+		p.DisableControl()
+		url, err := startFake(ctx, p, catalog.Dialect(d.Dialect))
 		if err != nil {
 			return err
 		}
-		logf("deployment %s: no API key set; serving it with the emulated provider at %s", d.Name, url)
+		logf("WARNING: deployment %s has no API key: its models are answered by an EMULATED provider (%s), not by %s", d.Name, url, d.Provider)
 		d.BaseURL = url
 	}
 	return nil
@@ -253,4 +261,17 @@ func cmdFakeProvider(ctx context.Context, args []string) error {
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
+}
+
+// isLoopback reports whether a listen address binds only the loopback interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

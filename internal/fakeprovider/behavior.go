@@ -205,8 +205,17 @@ func (b Behavior) Validate() error {
 		b.BigArgumentBytes < 0 || b.CachedTokens < 0 {
 		return fmt.Errorf("fakeprovider: behavior has a negative count or duration")
 	}
+	if b.BigArgumentBytes > MaxBigArgumentBytes || b.Deltas > MaxDeltas || b.ParallelToolCalls > MaxDeltas {
+		return fmt.Errorf("fakeprovider: behavior asks for more than %d argument bytes or %d deltas or tool calls", MaxBigArgumentBytes, MaxDeltas)
+	}
 	return nil
 }
+
+// Caps on what one scripted answer may ask for, so that a script cannot exhaust memory.
+const (
+	MaxBigArgumentBytes = 16 << 20
+	MaxDeltas           = 100000
+)
 
 // isToolAnswer reports whether b answers with tool calls instead of text.
 func (b Behavior) isToolAnswer() bool {

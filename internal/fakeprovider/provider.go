@@ -30,6 +30,8 @@ type Provider struct {
 	name    string
 	dialect catalog.Dialect
 	closed  chan Request
+	// noControl turns the /_fake/ control API off (DisableControl).
+	noControl bool
 
 	mu       sync.Mutex // guards the following fields
 	queue    []Behavior
@@ -55,6 +57,11 @@ func New(name string, d catalog.Dialect) *Provider {
 	return &Provider{name: name, dialect: d, closed: make(chan Request, closedBuffer),
 		models: []string{name + "-model"}}
 }
+
+// DisableControl turns the /_fake/ control API off: it then answers 404 like any unknown path.
+// Providers that a gateway embeds (serve without API keys) disable it, so that nothing else on
+// the machine can script failures into a running gateway. Call it before serving.
+func (p *Provider) DisableControl() { p.noControl = true }
 
 // Name is the provider's name as given to New.
 func (p *Provider) Name() string { return p.name }
@@ -174,7 +181,7 @@ type Request struct {
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
-	case strings.HasPrefix(path, "/_fake/"):
+	case strings.HasPrefix(path, "/_fake/") && !p.noControl:
 		p.serveControl(w, r)
 	case path == "/v1/models" || (p.dialect == catalog.OpenAI && path == "/models"):
 		if r.Method != http.MethodGet {

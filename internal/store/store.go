@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
@@ -28,6 +30,9 @@ var _ Store = (*sqlite.DB)(nil)
 // DefaultURL. Schemes are case-sensitive. It returns an error for a postgres:// or postgresql:// URL (not supported yet),
 // for any other scheme, and for whatever the backend's Open returns.
 func Open(ctx context.Context, url string) (Store, error) {
+	if err := Check(url); err != nil {
+		return nil, err
+	}
 	if url == "" {
 		url = DefaultURL
 	}
@@ -48,4 +53,30 @@ func Open(ctx context.Context, url string) (Store, error) {
 	default:
 		return nil, fmt.Errorf("store: unsupported url scheme %s:// (want sqlite:// or postgres://)", scheme)
 	}
+}
+
+// Check reports whether url names a store this build can open, without opening it (for
+// `switchyard check`): the scheme is supported and, for SQLite, the file's directory exists.
+func Check(url string) error {
+	if url == "" {
+		url = DefaultURL
+	}
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return fmt.Errorf("store: url has no scheme (want sqlite://path.db or postgres://...)")
+	}
+	switch scheme {
+	case "sqlite":
+		if rest == ":memory:" {
+			return nil
+		}
+		dir := filepath.Dir(rest)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("store: the directory %q of the SQLite file does not exist", dir)
+		}
+		return nil
+	case "postgres", "postgresql":
+		return fmt.Errorf("store: postgres is not supported yet (url scheme %s://)", scheme)
+	}
+	return fmt.Errorf("store: unsupported url scheme %s:// (want sqlite:// or postgres://)", scheme)
 }
