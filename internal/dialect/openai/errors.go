@@ -232,6 +232,29 @@ func errToken(r gjson.Result) string {
 	return s
 }
 
+// callerCode keeps a provider code for the caller only when it has the shape of OpenAI's codes:
+// lower-case words joined by underscores (invalid_value, unsupported_parameter). Anything else
+// (a code carrying an id, a key or mixed case) is withheld: provider text never reaches callers.
+func callerCode(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c == '_') {
+			return ""
+		}
+	}
+	return s
+}
+
+// callerParam keeps a provider param for the caller only when it has the shape of a request
+// path (messages[0].content): lower-case words, digits in brackets, dots and underscores.
+func callerParam(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '[' || c == ']') {
+			return ""
+		}
+	}
+	return s
+}
+
 func isJSONObjectStart(b []byte) bool {
 	for _, c := range b {
 		switch c {
@@ -298,10 +321,10 @@ func classifyErr(f errFields) *normalizedErr {
 	n.fe = failure.Error{Class: class, Msg: upstreamErrMessage(class), UpstreamStatus: f.status}
 	n.c = errCause{status: f.status, typ: f.typ, code: f.code, more: f.inner}
 	if class == failure.InvalidRequest {
-		n.fe.Param, n.fe.Code = f.param, f.code
+		n.fe.Param, n.fe.Code = callerParam(f.param), callerCode(f.code)
 	}
 	if class == failure.ContextOverflow {
-		n.fe.Param = f.param
+		n.fe.Param = callerParam(f.param)
 	}
 	n.fe.Cause = &n.c
 	return n

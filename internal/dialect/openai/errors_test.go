@@ -505,3 +505,17 @@ func BenchmarkAppendErrorBody(b *testing.B) {
 		dst = AppendErrorBody(dst[:0], fe, "req_0123456789abcdef")
 	}
 }
+
+// A provider code or param that does not look like one (a key, an id, mixed case) never reaches
+// the caller, even on a caller-fault 400/422.
+func TestProviderCodeShapedLikeASecret(t *testing.T) {
+	body := []byte(`{"error":{"message":"x","type":"invalid_request_error","param":"sk-proj-ABCDEF123456","code":"sk-proj-ABCDEF123456"}}`)
+	fe := failure.From(NormalizeError(422, nil, body))
+	if fe.Code != "" || fe.Param != "" {
+		t.Fatalf("code %q param %q reached the caller", fe.Code, fe.Param)
+	}
+	fe = failure.From(NormalizeError(400, nil, []byte(`{"error":{"message":"x","type":"invalid_request_error","param":"messages[0].content","code":"invalid_value"}}`)))
+	if fe.Code != "invalid_value" || fe.Param != "messages[0].content" {
+		t.Fatalf("plain code/param withheld: %q %q", fe.Code, fe.Param)
+	}
+}
