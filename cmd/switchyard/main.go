@@ -29,7 +29,7 @@ const usage = `usage: switchyard <command> [flags]
 
 commands:
   serve          run the gateway (--config FILE, --listen ADDR)
-  demo           run the gateway with emulated providers and a scripted failover (--listen ADDR)
+  demo           run the gateway with emulated providers and a scripted failover (--listen ADDR, --store URL)
   fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
   check          validate a configuration (--config FILE)
 `
