@@ -38,6 +38,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "dialect/anthropic", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/anthropic", "failure", "sse"}},
 		{pkg: "sse", forbidden: []string{"net/http", "encoding/json"}},
 		{pkg: "relay", forbidden: []string{module + "server"}},
+		{pkg: "dialect/responses", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/openai", "dialect/responses", "failure", "sse"}},
 		{pkg: "audit", forbidden: []string{module + "store/sqlite", "net/http"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
