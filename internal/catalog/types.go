@@ -63,3 +63,40 @@ type Route struct {
 	// ContextWindowTokens overrides the model's window when non-zero.
 	ContextWindowTokens int
 }
+
+// Protocol is the kind of call a request makes (R-ADMIT-5): a model call (chat completions or
+// messages, either surface, translated as needed), embeddings, or a token count. The Responses
+// surface is served by model calls.
+type Protocol uint8
+
+// The protocols.
+const (
+	ProtocolModel       Protocol = iota // chat completions / messages (and the Responses surface)
+	ProtocolEmbeddings                  // OpenAI-dialect deployments only
+	ProtocolCountTokens                 // Anthropic-dialect deployments only
+	NumProtocols
+)
+
+// String names the protocol as plans show it.
+func (p Protocol) String() string {
+	switch p {
+	case ProtocolEmbeddings:
+		return "embeddings"
+	case ProtocolCountTokens:
+		return "count_tokens"
+	}
+	return "chat"
+}
+
+// Supports reports whether the deployment can serve protocol p: every deployment serves model
+// calls (through translation when needed); embeddings need the OpenAI dialect and token counts
+// the Anthropic one.
+func (d *Deployment) Supports(p Protocol) bool {
+	switch p {
+	case ProtocolEmbeddings:
+		return d.Dialect == OpenAI
+	case ProtocolCountTokens:
+		return d.Dialect == Anthropic
+	}
+	return true
+}

@@ -20,7 +20,8 @@ import (
 
 // Reasons a route is dropped from the pool, as shown in plans.
 const (
-	ReasonCircuitOpen = "circuit open" // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	ReasonCircuitOpen = "circuit open"        // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	ReasonProtocol    = "protocol not served" // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
 )
 
 // Health reports whether routing must drop a route now (R-ADMIT-7). circuit.Set satisfies it.
@@ -54,6 +55,7 @@ type Plan struct {
 	Model      string // the caller's model string
 	Resolved   string // the catalog model id
 	Strategy   string
+	Protocol   catalog.Protocol
 	Candidates []Candidate
 	Dropped    []Dropped
 }
@@ -64,7 +66,9 @@ type Input struct {
 	// Surface is the caller's dialect (every route can serve it, through translation when the
 	// deployment speaks the other dialect).
 	Surface catalog.Dialect
-	Blend   Blend
+	// Protocol is what the request asks for; deployments that cannot serve it are dropped.
+	Protocol catalog.Protocol
+	Blend    Blend
 }
 
 // Build fills p (reusing its slices) with the plan for in. Routes are admitted when health does
@@ -73,7 +77,7 @@ type Input struct {
 // order (a stable sort).
 func Build(p *Plan, in Input, h Health) {
 	m := in.Resolution.Model
-	*p = Plan{Model: in.Resolution.Requested, Resolved: m.ID, Strategy: "price",
+	*p = Plan{Model: in.Resolution.Requested, Resolved: m.ID, Strategy: "price", Protocol: in.Protocol,
 		Candidates: p.Candidates[:0], Dropped: p.Dropped[:0]}
 	bi, bo := in.Blend.Input, in.Blend.Output
 	if bi == 0 && bo == 0 {
@@ -81,6 +85,10 @@ func Build(p *Plan, in Input, h Health) {
 	}
 	for _, rt := range m.Routes {
 		dep := rt.Deployment
+		if !dep.Supports(in.Protocol) {
+			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: ReasonProtocol})
+			continue
+		}
 		if h != nil && h.Open(dep.Provider, dep.Name, rt.Model) {
 			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: ReasonCircuitOpen})
 			continue
@@ -125,8 +133,13 @@ func (p *Plan) Refusal() error {
 		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 			Msg: fmt.Sprintf("no deployment serves model %q", p.Model)}
 	}
-	// Only circuits drop routes today: the pool is empty because every route is cooling down.
-	return CoolingDown()
+	for _, d := range p.Dropped {
+		if d.Reason == ReasonCircuitOpen {
+			return CoolingDown() // some route will be back
+		}
+	}
+	return &failure.Error{Class: failure.InvalidRequest, Param: "model",
+		Msg: fmt.Sprintf("no deployment of model %q serves this endpoint", p.Model)}
 }
 
 // CoolingDown is the R-CIRCUIT-6 refusal: 503, retry-after 5 s, limit kind health.

@@ -35,6 +35,25 @@ type Codec interface {
 	encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte
 }
 
+// EmbeddingsCodec is the OpenAI codec with the embeddings request parser; embeddings are only
+// ever same-dialect and non-stream, so the pass-through rewrite and error handling apply as is.
+func EmbeddingsCodec() Codec { return embeddingsCodec{} }
+
+// CountTokensCodec is the Anthropic codec with the count_tokens request parser.
+func CountTokensCodec() Codec { return countTokensCodec{} }
+
+type embeddingsCodec struct{ openaiCodec }
+
+func (embeddingsCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
+	return openai.ParseEmbeddingsRequest(b)
+}
+
+type countTokensCodec struct{ anthropicCodec }
+
+func (countTokensCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
+	return anthropic.ParseCountTokensRequest(b)
+}
+
 // CodecFor returns the codec of a dialect (OpenAI for any unknown value).
 func CodecFor(d catalog.Dialect) Codec {
 	if d == catalog.Anthropic {

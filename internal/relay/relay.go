@@ -36,8 +36,9 @@ const maxResponseBody = 64 << 20
 // Request is one model call as the relay sees it. Body is the caller's body, read once.
 type Request struct {
 	ID string
-	// Surface is the caller's dialect; Codec is its codec.
+	// Surface is the caller's dialect; Codec is its codec; Protocol what the call asks for.
 	Surface       catalog.Dialect
+	Protocol      catalog.Protocol
 	Codec         Codec
 	Body          []byte
 	Info          dialect.RequestInfo
@@ -243,7 +244,7 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	r.upName = r.a.UpstreamModel
 	r.headers = rl.headers[dep.Name]
 	stream := r.req.Info.Stream
-	call, err := client.Send(ctx, r.sc.body, stream, r.req.AnthropicBeta)
+	call, err := client.Send(ctx, r.req.Protocol, r.sc.body, stream, r.req.AnthropicBeta)
 	if err != nil {
 		return err
 	}

@@ -25,13 +25,13 @@ type callState struct {
 // serveModelCall is the whole path for every surface that calls a model: read the body once,
 // authenticate, resolve the model (R-MODEL), build the plan (R-ADMIT, R-ORDER), run the attempt
 // loop (R-FAIL), then hand the audit record to the recorder without blocking (R-AUDIT).
-func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, surface catalog.Dialect, surfaceName string) {
+func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surface) {
 	start := time.Now()
 	rid := requestID(w)
-	codec := relay.CodecFor(surface)
+	codec := sf.codec
 	cs := s.pool.Get().(*callState)
 	defer s.pool.Put(cs)
-	rec := &audit.Record{RequestID: rid, Surface: surfaceName, CreatedAt: start}
+	rec := &audit.Record{RequestID: rid, Surface: sf.name, CreatedAt: start}
 	fail := func(err error) {
 		fe := failure.From(err)
 		relay.WriteError(w, codec, rid, fe, 0, nil)
@@ -62,12 +62,12 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, surface 
 		return
 	}
 	p := &cs.plan
-	plan.Build(p, plan.Input{Resolution: res, Surface: surface, Blend: s.blend}, s.circuits)
+	plan.Build(p, plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend}, s.circuits)
 	if err := p.Refusal(); err != nil {
 		fail(err)
 		return
 	}
-	cs.req = relay.Request{ID: rid, Surface: surface, Codec: codec, Body: body, Info: info, Resolution: res,
+	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: body, Info: info, Resolution: res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta")}
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}

@@ -33,9 +33,20 @@ import (
 
 // Surfaces, as recorded in the audit.
 const (
-	SurfaceChat     = "openai.chat"
-	SurfaceMessages = "anthropic.messages"
+	SurfaceChat        = "openai.chat"
+	SurfaceEmbeddings  = "openai.embeddings"
+	SurfaceMessages    = "anthropic.messages"
+	SurfaceCountTokens = "anthropic.count_tokens"
 )
+
+// surface is one endpoint that calls a model: the caller's dialect, its name in the audit, the
+// protocol it asks deployments for, and the codec that reads its requests and writes its answers.
+type surface struct {
+	dialect  catalog.Dialect
+	name     string
+	protocol catalog.Protocol
+	codec    relay.Codec
+}
 
 // Options are the server's collaborators.
 type Options struct {
@@ -127,12 +138,14 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	s.pool.New = func() any { return new(callState) }
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		s.serveModelCall(w, r, catalog.OpenAI, SurfaceChat)
-	})
-	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) {
-		s.serveModelCall(w, r, catalog.Anthropic, SurfaceMessages)
-	})
+	for path, sf := range map[string]*surface{
+		"POST /v1/chat/completions":      {catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)},
+		"POST /v1/embeddings":            {catalog.OpenAI, SurfaceEmbeddings, catalog.ProtocolEmbeddings, relay.EmbeddingsCodec()},
+		"POST /v1/messages":              {catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)},
+		"POST /v1/messages/count_tokens": {catalog.Anthropic, SurfaceCountTokens, catalog.ProtocolCountTokens, relay.CountTokensCodec()},
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { s.serveModelCall(w, r, sf) })
+	}
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /v1/generation", s.serveGeneration)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -55,12 +55,13 @@ func (d *Deadlines) withDefaults() {
 
 // Client calls one deployment. It is safe for concurrent use.
 type Client struct {
-	dep       *catalog.Deployment
-	url       string
-	auth      []string // the credential header's value, built once
-	tr        *http.Transport
-	tmpl      *http.Request // method and parsed URL, shared by every attempt (never mutated)
-	tmplErr   error         // a base URL that does not parse (config validation prevents it)
+	dep  *catalog.Deployment
+	auth []string // the credential header's value, built once
+	tr   *http.Transport
+	// tmpl holds, per operation, the method and parsed URL shared by every attempt (never
+	// mutated); nil when the deployment's dialect has no such endpoint or its URL does not parse
+	// (configuration validation prevents that).
+	tmpl      [catalog.NumProtocols]*http.Request
 	deadlines Deadlines
 }
 
@@ -82,8 +83,12 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	c := &Client{dep: dep, url: Endpoint(dep), tr: tr, deadlines: d}
-	c.tmpl, c.tmplErr = http.NewRequest(http.MethodPost, c.url, nil)
+	c := &Client{dep: dep, tr: tr, deadlines: d}
+	for op := catalog.ProtocolModel; op < catalog.NumProtocols; op++ {
+		if u := EndpointOf(dep, op); u != "" {
+			c.tmpl[op], _ = http.NewRequest(http.MethodPost, u, nil)
+		}
+	}
 	if dep.APIKey != "" {
 		if dep.Dialect == catalog.Anthropic {
 			c.auth = []string{dep.APIKey}
@@ -96,12 +101,22 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 
 // Endpoint is the URL a deployment's model calls go to (contract.md: the gateway appends
 // /chat/completions to an OpenAI base URL and /v1/messages to an Anthropic one).
-func Endpoint(dep *catalog.Deployment) string {
+func Endpoint(dep *catalog.Deployment) string { return EndpointOf(dep, catalog.ProtocolModel) }
+
+// EndpointOf is the URL of protocol op at a deployment, "" when its dialect has none.
+func EndpointOf(dep *catalog.Deployment, op catalog.Protocol) string {
 	base := strings.TrimRight(dep.BaseURL, "/")
-	if dep.Dialect == catalog.Anthropic {
+	switch {
+	case dep.Dialect == catalog.Anthropic && op == catalog.ProtocolModel:
 		return base + "/v1/messages"
+	case dep.Dialect == catalog.Anthropic && op == catalog.ProtocolCountTokens:
+		return base + "/v1/messages/count_tokens"
+	case dep.Dialect != catalog.Anthropic && op == catalog.ProtocolModel:
+		return base + "/chat/completions"
+	case dep.Dialect != catalog.Anthropic && op == catalog.ProtocolEmbeddings:
+		return base + "/embeddings"
 	}
-	return base + "/chat/completions"
+	return ""
 }
 
 // Deployment returns the deployment this client calls.
@@ -126,26 +141,27 @@ type Call struct {
 	ctx    context.Context
 }
 
-// Send performs one attempt with body (already rewritten for this route). anthropicBeta is the
+// Send performs one attempt of protocol op with body (already rewritten for this route). anthropicBeta is the
 // caller's anthropic-beta header, forwarded as is ("" for none). The headers deadline applies
 // until the response headers arrive; after that, StreamIdle bounds each gap between reads.
 // Errors are *failure.Error: upstream_timeout (Hang) for a missed deadline, cancelled when ctx
 // ended, upstream_error for a refused or reset connection.
-func (c *Client) Send(ctx context.Context, body []byte, stream bool, anthropicBeta string) (*Call, error) {
+func (c *Client) Send(ctx context.Context, op catalog.Protocol, body []byte, stream bool, anthropicBeta string) (*Call, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	d := c.deadlines.Headers
 	if stream {
 		d = c.deadlines.StreamHeaders
 	}
 	timer := time.AfterFunc(d, func() { cancel(failure.ErrHeadersDeadline) })
-	if c.tmplErr != nil {
+	tmpl := c.tmpl[op]
+	if tmpl == nil {
 		timer.Stop()
 		cancel(nil)
-		return nil, failure.Wrap(failure.UpstreamError, "the provider could not be called", c.tmplErr)
+		return nil, failure.New(failure.UpstreamError, "the deployment has no endpoint for this operation")
 	}
 	// The transport is called directly: no redirects (a provider's redirect is a failure, not a
 	// hop to follow with the house credentials), no header copy, the URL parsed once.
-	req := c.tmpl.WithContext(actx)
+	req := tmpl.WithContext(actx)
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

@@ -49,7 +49,7 @@ func TestHeadersDeadlineDefaults(t *testing.T) {
 			c := New(testDeployment(catalog.OpenAI), Deadlines{Dial: pipeProvider(t, hang)})
 			defer c.Close()
 			start := time.Now()
-			_, err := c.Send(context.Background(), []byte(`{}`), tc.stream, "")
+			_, err := c.Send(context.Background(), catalog.ProtocolModel, []byte(`{}`), tc.stream, "")
 			if got := time.Since(start); got != tc.want {
 				t.Errorf("stream=%v: failed after %v, want %v", tc.stream, got, tc.want)
 			}
@@ -69,7 +69,7 @@ func TestCancelIsNotAHang(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(3*time.Second, cancel)
 		start := time.Now()
-		_, err := c.Send(ctx, []byte(`{}`), true, "")
+		_, err := c.Send(ctx, catalog.ProtocolModel, []byte(`{}`), true, "")
 		if got := time.Since(start); got != 3*time.Second {
 			t.Errorf("returned after %v, want 3s", got)
 		}
@@ -93,7 +93,7 @@ func TestStreamIdleDeadline(t *testing.T) {
 		c := New(testDeployment(catalog.OpenAI), Deadlines{StreamIdle: 10 * time.Second, Dial: pipeProvider(t, serve)})
 		defer c.Close()
 		ctx := context.Background()
-		call, err := c.Send(ctx, []byte(`{}`), true, "")
+		call, err := c.Send(ctx, catalog.ProtocolModel, []byte(`{}`), true, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestUpstreamHeaders(t *testing.T) {
 		}
 		c := New(testDeployment(catalog.Anthropic), Deadlines{Dial: pipeProvider(t, serve)})
 		defer c.Close()
-		call, err := c.Send(context.Background(), []byte(`{}`), false, "tools-2024")
+		call, err := c.Send(context.Background(), catalog.ProtocolModel, []byte(`{}`), false, "tools-2024")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,47 @@
+package anthropic
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// ParseCountTokensRequest reads a POST /v1/messages/count_tokens body without decoding it: the
+// messages body without max_tokens or stream (wire.md §4.8): a JSON object with a non-empty
+// string `model` and a `messages` array, no duplicate keys. It is forwarded to Anthropic-dialect
+// deployments with only `model` rewritten; the answer {"input_tokens": N} passes through.
+func ParseCountTokensRequest(body []byte) (dialect.RequestInfo, error) {
+	var info dialect.RequestInfo
+	if !gjson.ValidBytes(body) {
+		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	}
+	root := gjson.Parse(dialect.View(body))
+	if !root.IsObject() {
+		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
+	}
+	var m, msgs gjson.Result
+	dup := dialect.ScanObject(root, func(k string, v gjson.Result) {
+		switch k {
+		case "model":
+			m = v
+		case "messages":
+			msgs = v
+		}
+	})
+	if dup != "" {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: dup, Msg: fmt.Sprintf("the request body has the key %q more than once", dup)}
+	}
+	if m.Type != gjson.String || m.Str == "" {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "model", Msg: "model: a non-empty string is required"}
+	}
+	if !msgs.IsArray() {
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "messages: an array is required"}
+	}
+	info.Model = strings.Clone(m.Str)
+	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
+	return info, nil
+}
