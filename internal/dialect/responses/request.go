@@ -1,0 +1,398 @@
+package responses
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// ParseRequest reads the fields routing needs from a Responses request body without decoding
+// it (R-DIALECT-3): model (with its byte offsets), stream, and max_output_tokens as MaxTokens.
+// IncludeUsage is always true: the Responses API reports usage in its terminal event whatever
+// the caller sent.
+//
+// Errors are *failure.Error of class invalid_request naming the field: a body that is not a
+// JSON object, a missing or non-string model, a non-boolean stream, a non-integer
+// max_output_tokens, or an input that is neither a string nor an array.
+func ParseRequest(body []byte) (dialect.RequestInfo, error) {
+	var info dialect.RequestInfo
+	if !gjson.ValidBytes(body) {
+		return info, badReq("", "the request body is not valid JSON")
+	}
+	root := gjson.Parse(dialect.View(body))
+	if !root.IsObject() {
+		return info, badReq("", "the request body must be a JSON object")
+	}
+	m := root.Get("model")
+	if m.Type != gjson.String || m.Str == "" {
+		return info, badReq("model", "`model` is required and must be a non-empty string")
+	}
+	info.Model = strings.Clone(m.Str) // m.Str aliases the body
+	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
+	if in := root.Get("input"); in.Type != gjson.String && !in.IsArray() {
+		return info, badReq("input", "`input` is required and must be a string or an array of items")
+	}
+	var err error
+	if info.Stream, err = boolField(root.Get("stream"), "stream"); err != nil {
+		return info, err
+	}
+	if v := root.Get("max_output_tokens"); v.Exists() && v.Type != gjson.Null {
+		if info.MaxTokens, err = intField(v, "max_output_tokens"); err != nil {
+			return info, err
+		}
+	}
+	info.IncludeUsage = true
+	return info, nil
+}
+
+// refused are the top-level parameters that need state the provider keeps (a stored response,
+// conversation or prompt template) or a job the gateway does not run: dropping them would
+// change the meaning of the request, and no chat or messages deployment can honour them.
+var refused = [...]struct{ name, msg string }{
+	{"previous_response_id", "previous_response_id needs a response stored by the provider; send the whole conversation in input instead"},
+	{"conversation", "conversation needs a conversation stored by the provider; send the whole conversation in input instead"},
+	{"background", "background responses are not supported; use stream or a plain request"},
+	{"prompt", "stored prompt templates are not supported; send instructions and input instead"},
+}
+
+// DecodeRequest fully decodes a Responses request body into canonical form (R-DIALECT-2), for
+// encoding to a chat-completions or messages upstream. The returned Request owns its strings
+// (one copy of body is taken); body may be reused afterwards.
+//
+//   - input: a string is one user message. An array holds items: messages (role user, assistant,
+//     system or developer; content a string or input_text, input_image, input_file parts, and for
+//     the assistant output_text and refusal parts), function_call, function_call_output and
+//     reasoning items. Consecutive assistant items (message, reasoning, function_call) become one
+//     assistant message, and consecutive function_call_output items one user message of tool
+//     results, as the canonical form keeps them. system and developer messages are hoisted into
+//     System after instructions. A reasoning item becomes a thinking part whose text is its
+//     reasoning_text content (or its summary) and whose signature is its encrypted_content.
+//   - instructions -> System[0]; max_output_tokens -> MaxTokens; temperature, top_p,
+//     reasoning.effort, parallel_tool_calls (false -> DisableParallel), stream, prompt_cache_key;
+//     safety_identifier (else user) -> User; text.format json_schema -> ResponseFormat.
+//   - tools: flat function tools {type:"function", name, description, parameters, strict}.
+//
+// Parameters the canonical form cannot carry (store, include, truncation, metadata,
+// text.verbosity, reasoning.summary, text.format json_object, input_image detail, ...) are listed
+// in Request.Dropped when set to something other than null, false, 0, "" or an empty container.
+//
+// Errors: a *failure.Error of class invalid_request whose Param names the offending field, for a
+// body that is not a JSON object, a missing model or input, a field of the wrong type,
+// previous_response_id, conversation, background:true or prompt (they need provider-side state),
+// a hosted tool (web_search, file_search, mcp, ...) or a tool_choice naming one, an allowed_tools
+// tool_choice, an input item other than those above (item_reference, hosted tool calls), a
+// file_id reference, audio input, or a non-PDF file.
+func DecodeRequest(body []byte) (*dialect.Request, error) {
+	if !gjson.ValidBytes(body) {
+		return nil, badReq("", "the request body is not valid JSON")
+	}
+	root := gjson.Parse(string(body)) // one copy: every string below is a view into it
+	if !root.IsObject() {
+		return nil, badReq("", "the request body must be a JSON object")
+	}
+	r := &dialect.Request{IncludeUsage: true}
+	var (
+		err                error
+		input, toolChoice  gjson.Result
+		instructions, user string
+		safety             string
+		haveModel          bool
+	)
+	root.ForEach(func(k, v gjson.Result) bool {
+		for _, ref := range refused {
+			if k.Str == ref.name {
+				if meaningful(v) {
+					err = badReq(ref.name, ref.msg)
+				}
+				return err == nil
+			}
+		}
+		switch k.Str {
+		case "model":
+			if v.Type != gjson.String || v.Str == "" {
+				err = badReq("model", "`model` is required and must be a non-empty string")
+			}
+			r.Model, haveModel = v.Str, true
+		case "input":
+			input = v
+		case "instructions":
+			instructions, err = stringField(v, "instructions")
+		case "stream":
+			r.Stream, err = boolField(v, "stream")
+		case "max_output_tokens":
+			if v.Type != gjson.Null {
+				r.MaxTokens, err = intField(v, "max_output_tokens")
+			}
+		case "temperature":
+			r.Temperature, err = floatField(v, "temperature")
+		case "top_p":
+			r.TopP, err = floatField(v, "top_p")
+		case "tools":
+			err = decodeTools(v, r)
+		case "tool_choice":
+			toolChoice = v
+		case "parallel_tool_calls":
+			_, err = boolField(v, "parallel_tool_calls")
+			r.ToolChoice.DisableParallel = v.Type == gjson.False
+		case "reasoning":
+			err = decodeReasoning(v, r)
+		case "text":
+			err = decodeText(v, r)
+		case "user":
+			user, err = stringField(v, "user")
+		case "safety_identifier":
+			safety, err = stringField(v, "safety_identifier")
+		case "prompt_cache_key":
+			r.PromptCacheKey, err = stringField(v, "prompt_cache_key")
+		default: // store, include, truncation, metadata, stream_options, service_tier, top_logprobs, ...
+			if meaningful(v) {
+				addDropped(r, k.Str)
+			}
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !haveModel {
+		return nil, badReq("model", "`model` is required and must be a non-empty string")
+	}
+	switch {
+	case input.Type == gjson.String:
+		if input.Str != "" {
+			r.Messages = append(r.Messages, dialect.Message{Role: dialect.RoleUser, Parts: []dialect.Part{{Type: dialect.PartText, Text: input.Str}}})
+		}
+	case input.IsArray():
+		if err := decodeInput(input, r); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, badReq("input", "`input` is required and must be a string or an array of items")
+	}
+	if instructions != "" {
+		r.System = append([]string{instructions}, r.System...)
+	}
+	if err := decodeToolChoice(toolChoice, &r.ToolChoice); err != nil {
+		return nil, err
+	}
+	r.User = safety
+	if r.User == "" {
+		r.User = user
+	}
+	return r, nil
+}
+
+func decodeReasoning(v gjson.Result, r *dialect.Request) error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsObject() {
+		return badReq("reasoning", "reasoning must be an object")
+	}
+	var err error
+	if r.ReasoningEffort, err = stringField(v.Get("effort"), "reasoning.effort"); err != nil {
+		return err
+	}
+	for _, k := range [...]string{"summary", "generate_summary"} {
+		if meaningful(v.Get(k)) {
+			addDropped(r, "reasoning."+k)
+		}
+	}
+	return nil
+}
+
+func decodeText(v gjson.Result, r *dialect.Request) error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsObject() {
+		return badReq("text", "text must be an object")
+	}
+	if meaningful(v.Get("verbosity")) {
+		addDropped(r, "text.verbosity")
+	}
+	f := v.Get("format")
+	if !f.Exists() || f.Type == gjson.Null {
+		return nil
+	}
+	if !f.IsObject() {
+		return badReq("text.format", "text.format must be an object")
+	}
+	switch f.Get("type").Str {
+	case "text":
+		return nil
+	case "json_object":
+		addDropped(r, "text.format")
+		return nil
+	case "json_schema":
+		s := f.Get("schema")
+		if !s.IsObject() {
+			return badReq("text.format.schema", "a json_schema format needs a schema object")
+		}
+		if meaningful(f.Get("description")) {
+			addDropped(r, "text.format.description")
+		}
+		r.ResponseFormat = &dialect.ResponseFormat{Name: f.Get("name").Str, Schema: json.RawMessage(s.Raw), Strict: f.Get("strict").Type == gjson.True}
+		return nil
+	}
+	return badReq("text.format.type", "unsupported text.format type")
+}
+
+// decodeTools reads the flat function tools; every other tool type is hosted by the provider
+// (web_search, file_search, mcp, code_interpreter, ...) or free-form (custom) and is refused.
+func decodeTools(v gjson.Result, r *dialect.Request) error {
+	if v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsArray() {
+		return badReq("tools", "tools must be an array")
+	}
+	var err error
+	i := -1
+	v.ForEach(func(_, t gjson.Result) bool {
+		i++
+		p := "tools[" + strconv.Itoa(i) + "]"
+		if !t.IsObject() {
+			err = badReq(p, "a tool must be an object")
+			return false
+		}
+		if t.Get("type").Str != "function" {
+			err = badReq(p+".type", "only function tools are supported: hosted and custom tools need the provider's own Responses API")
+			return false
+		}
+		name := t.Get("name")
+		if name.Type != gjson.String || name.Str == "" {
+			err = badReq(p+".name", "a function tool needs a name")
+			return false
+		}
+		tool := dialect.Tool{Name: name.Str}
+		if tool.Description, err = stringField(t.Get("description"), p+".description"); err != nil {
+			return false
+		}
+		if ps := t.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
+			if !ps.IsObject() {
+				err = badReq(p+".parameters", "parameters must be a JSON schema object")
+				return false
+			}
+			tool.Parameters = json.RawMessage(ps.Raw)
+		}
+		if s := t.Get("strict"); s.Exists() && s.Type != gjson.Null {
+			var b bool
+			if b, err = boolField(s, p+".strict"); err != nil {
+				return false
+			}
+			tool.Strict = &b
+		}
+		r.Tools = append(r.Tools, tool)
+		return true
+	})
+	return err
+}
+
+func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return nil
+	case v.Type == gjson.String:
+		switch v.Str {
+		case "auto", "none", "required":
+			tc.Mode = v.Str
+			return nil
+		}
+		return badReq("tool_choice", "tool_choice must be auto, none, required or a function")
+	case v.IsObject():
+		switch v.Get("type").Str {
+		case "function":
+			if n := v.Get("name"); n.Type == gjson.String && n.Str != "" {
+				tc.Mode, tc.Name = "tool", n.Str
+				return nil
+			}
+			return badReq("tool_choice.name", "tool_choice needs a function name")
+		case "allowed_tools":
+			return badReq("tool_choice.type", "an allowed_tools tool_choice cannot be translated for this model")
+		}
+		return badReq("tool_choice.type", "tool_choice may name function tools only")
+	}
+	return badReq("tool_choice", "tool_choice is not a valid tool choice")
+}
+
+// badReq is the typed 400 of every decode refusal. msg names fields, never content.
+func badReq(param, msg string) error {
+	return &failure.Error{Class: failure.InvalidRequest, Msg: msg, Param: param}
+}
+
+func addDropped(r *dialect.Request, name string) {
+	for _, d := range r.Dropped {
+		if d == name {
+			return
+		}
+	}
+	r.Dropped = append(r.Dropped, name)
+}
+
+// meaningful reports whether a field was set to something that asks for behaviour: null,
+// false, 0, "" and empty containers are the defaults and are not reported.
+func meaningful(v gjson.Result) bool {
+	switch v.Type {
+	case gjson.Null, gjson.False:
+		return false
+	case gjson.Number:
+		return v.Num != 0
+	case gjson.String:
+		return v.Str != ""
+	case gjson.JSON:
+		any := false
+		v.ForEach(func(_, _ gjson.Result) bool { any = true; return false })
+		return any
+	}
+	return v.Exists()
+}
+
+func boolField(v gjson.Result, name string) (bool, error) {
+	switch v.Type {
+	case gjson.True:
+		return true, nil
+	case gjson.False, gjson.Null:
+		return false, nil
+	}
+	if !v.Exists() {
+		return false, nil
+	}
+	return false, badReq(name, name+" must be a boolean")
+}
+
+func stringField(v gjson.Result, name string) (string, error) {
+	switch v.Type {
+	case gjson.String:
+		return v.Str, nil
+	case gjson.Null:
+		return "", nil
+	}
+	if !v.Exists() {
+		return "", nil
+	}
+	return "", badReq(name, name+" must be a string")
+}
+
+func floatField(v gjson.Result, name string) (*float64, error) {
+	switch v.Type {
+	case gjson.Null:
+		return nil, nil
+	case gjson.Number:
+		f := v.Num
+		return &f, nil
+	}
+	return nil, badReq(name, name+" must be a number")
+}
+
+func intField(v gjson.Result, name string) (int64, error) {
+	if v.Type != gjson.Number || v.Num < 0 || v.Num > 1<<53 || v.Num != float64(int64(v.Num)) {
+		return 0, badReq(name, name+" must be a non-negative integer")
+	}
+	return int64(v.Num), nil
+}
