@@ -109,11 +109,7 @@ import (
 )
 
 // knownBugs are cases that reveal a production bug not yet fixed; they are skipped, naming it.
-var knownBugs = map[string]string{
-	"openai-anthropic/tool_no_arguments": "an Anthropic tool_use streamed with only an empty input_json_delta " +
-		"reaches the OpenAI caller with arguments \"\" (not JSON); the non-stream path gives \"{}\" " +
-		"(openai.StreamEncoder / anthropic.StreamDecoder)",
-}
+var knownBugs = map[string]string{}
 
 var update = flag.Bool("update", false, "rewrite the generated golden files under testdata/")
 

@@ -126,7 +126,13 @@ func (d *StreamDecoder) decodeChoice(c string, out []dialect.Event) []dialect.Ev
 		}
 	}
 	if isNonEmptyString(finish) {
-		out = append(out, dialect.Event{Type: dialect.EventFinish, Stop: stopFromFinish(finish[1 : len(finish)-1])})
+		stop := stopFromFinish(finish[1 : len(finish)-1])
+		if stop == dialect.StopEndTurn && len(d.calls) > 0 {
+			// A forced function call ends with "stop" but called tools: callers of the
+			// other dialect loop on stop_reason "tool_use".
+			stop = dialect.StopToolUse
+		}
+		out = append(out, dialect.Event{Type: dialect.EventFinish, Stop: stop})
 	}
 	return out
 }

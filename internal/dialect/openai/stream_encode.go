@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"math/bits"
 	"strconv"
 	"time"
 
@@ -17,6 +18,11 @@ type StreamEncoder struct {
 	includeUsage bool
 	started      bool
 	usage        dialect.Usage
+	// calls and argued are bit sets of tool-call indexes (< 64) that were opened and that got
+	// argument bytes: a call that ends with none gets "{}", so that every accumulated
+	// arguments string is valid JSON (Anthropic streams an input-less tool_use as "").
+	calls, argued uint64
+	finished      bool
 }
 
 // Reset prepares e for an attempt: requestedModel is echoed in every chunk, the chunk id is
@@ -62,6 +68,9 @@ func (e *StreamEncoder) Append(dst []byte, ev dialect.Event) []byte {
 	case dialect.EventRefusal:
 		return e.appendTextDelta(dst, `{"refusal":`, ev.Text)
 	case dialect.EventToolCall:
+		if ev.ToolIndex >= 0 && ev.ToolIndex < 64 {
+			e.calls |= 1 << uint(ev.ToolIndex)
+		}
 		dst = e.appendStart(dst)
 		dst = e.open(dst)
 		dst = append(dst, `{"tool_calls":[{"index":`...)
@@ -76,6 +85,9 @@ func (e *StreamEncoder) Append(dst []byte, ev dialect.Event) []byte {
 		if !nonEmptyLiteral(ev.Text) {
 			return dst
 		}
+		if ev.ToolIndex >= 0 && ev.ToolIndex < 64 {
+			e.argued |= 1 << uint(ev.ToolIndex)
+		}
 		dst = e.appendStart(dst)
 		dst = e.open(dst)
 		dst = append(dst, `{"tool_calls":[{"index":`...)
@@ -86,6 +98,8 @@ func (e *StreamEncoder) Append(dst []byte, ev dialect.Event) []byte {
 		return e.close(dst, "")
 	case dialect.EventFinish:
 		dst = e.appendStart(dst)
+		dst = e.appendEmptyArguments(dst)
+		e.finished = true
 		dst = e.open(dst)
 		dst = append(dst, `{}`...)
 		return e.close(dst, finishFromStop(ev.Stop))
@@ -93,6 +107,9 @@ func (e *StreamEncoder) Append(dst []byte, ev dialect.Event) []byte {
 		e.usage = ev.Usage
 	case dialect.EventDone:
 		dst = e.appendStart(dst)
+		if !e.finished {
+			dst = e.appendEmptyArguments(dst)
+		}
 		if e.includeUsage {
 			dst = append(dst, "data: "...)
 			dst = append(dst, e.head...)
@@ -152,4 +169,18 @@ func (e *StreamEncoder) close(dst []byte, finish string) []byte {
 		dst = append(dst, `,"usage":null`...)
 	}
 	return append(dst, "}\n\n"...)
+}
+
+// appendEmptyArguments gives every tool call that got no argument bytes the arguments "{}".
+func (e *StreamEncoder) appendEmptyArguments(dst []byte) []byte {
+	for missing := e.calls &^ e.argued; missing != 0; missing &= missing - 1 {
+		i := bits.TrailingZeros64(missing)
+		dst = e.open(dst)
+		dst = append(dst, `{"tool_calls":[{"index":`...)
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, `,"function":{"arguments":"{}"}}]}`...)
+		dst = e.close(dst, "")
+	}
+	e.argued |= e.calls
+	return dst
 }

@@ -59,6 +59,14 @@ func DecodeResponse(body []byte) (*dialect.Response, error) {
 			ToolName: fc.Get("name").Str, Arguments: fc.Get("arguments").Str})
 	}
 	r.Stop = stopFromFinish(root.Get("choices.0.finish_reason").Str)
+	if r.Stop == dialect.StopEndTurn {
+		for _, p := range r.Parts {
+			if p.Type == dialect.PartToolCall { // a forced function call ends with "stop"
+				r.Stop = dialect.StopToolUse
+				break
+			}
+		}
+	}
 	if u := root.Get("usage"); u.IsObject() {
 		readUsage(u, &r.Usage)
 		r.UsageSeen = true
