@@ -7,6 +7,9 @@ type Dialect string
 const (
 	OpenAI    Dialect = "openai"    // OpenAI chat completions (base URL ends in /v1)
 	Anthropic Dialect = "anthropic" // Anthropic messages (base URL is the root; /v1/messages is appended)
+	// Responses is the OpenAI Responses API: a caller surface only. No deployment speaks it; it
+	// is served from chat-completions and messages deployments through translation.
+	Responses Dialect = "responses"
 )
 
 // Price is a listed price in USD per million tokens.

@@ -203,10 +203,15 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // isModelPath reports whether path is the dialect's model endpoint.
 func (p *Provider) isModelPath(path string) bool {
 	if p.dialect == catalog.Anthropic {
-		return path == "/v1/messages"
+		return path == "/v1/messages" || path == countTokensPath
 	}
-	return path == "/v1/chat/completions" || path == "/chat/completions"
+	return path == "/v1/chat/completions" || path == "/chat/completions" || isEmbeddingsPath(path)
 }
+
+// countTokensPath is Anthropic's token-count endpoint; the embeddings endpoints are OpenAI's.
+const countTokensPath = "/v1/messages/count_tokens"
+
+func isEmbeddingsPath(path string) bool { return path == "/v1/embeddings" || path == "/embeddings" }
 
 // simpleError answers status with the dialect's body for it and a fresh request id.
 func (p *Provider) simpleError(w http.ResponseWriter, status int) {
@@ -297,7 +302,7 @@ func (p *Provider) admit(w http.ResponseWriter, r *http.Request) (req Request, b
 		req.Rejected = "invalid_request"
 		e = p.invalidBody(err)
 	default:
-		if e = p.missingField(body); e != nil {
+		if e = p.missingField(r.URL.Path, body); e != nil {
 			req.Rejected = "invalid_request"
 			break
 		}
@@ -346,9 +351,12 @@ func (p *Provider) invalidBody(readErr error) *apiError {
 
 // missingField is the 400 for a body without the fields the real API requires: model and
 // messages, and max_tokens on Anthropic. It returns nil when none is missing.
-func (p *Provider) missingField(body []byte) *apiError {
+func (p *Provider) missingField(path string, body []byte) *apiError {
 	required := []string{"model", "messages"}
-	if p.dialect == catalog.Anthropic {
+	switch {
+	case isEmbeddingsPath(path):
+		required = []string{"model", "input"}
+	case p.dialect == catalog.Anthropic && path != countTokensPath:
 		required = append(required, "max_tokens")
 	}
 	for _, f := range required {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"net"
 	"net/http"
 	"strconv"
@@ -27,6 +28,15 @@ const (
 func (p *Provider) serveModel(w http.ResponseWriter, r *http.Request) {
 	req, b, ok := p.admit(w, r)
 	if !ok {
+		return
+	}
+	if (isEmbeddingsPath(req.Path) || req.Path == countTokensPath) && (b.Kind == KindOK || b.Kind == KindSlowHeaders) {
+		if err := wait(r.Context(), b.Delay); err != nil {
+			p.reportClosed(req)
+			panic(http.ErrAbortHandler)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(p.auxAnswer(req))
 		return
 	}
 	if err := p.respond(w, r, req, b); errors.Is(err, errCallerGone) {
@@ -207,4 +217,35 @@ func mustJSON(v any) []byte {
 		panic(fmt.Sprintf("fakeprovider: encoding %T: %v", v, err))
 	}
 	return out
+}
+
+// auxAnswer is the answer of the embeddings and count_tokens endpoints: a deterministic
+// 3-dimensional embedding per input with usage.prompt_tokens = P (the prompt-token formula), or
+// {"input_tokens": P}.
+func (p *Provider) auxAnswer(req Request) []byte {
+	pt := promptTokens(req.Body)
+	if req.Path == countTokensPath {
+		return []byte(`{"input_tokens":` + strconv.Itoa(pt) + `}`)
+	}
+	n := 1
+	if in := gjson.GetBytes(req.Body, "input"); in.IsArray() {
+		n = len(in.Array())
+	}
+	out := []byte(`{"object":"list","data":[`)
+	for i := range n {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"object":"embedding","index":`...)
+		out = strconv.AppendInt(out, int64(i), 10)
+		out = append(out, `,"embedding":[0.125,-0.25,0.5]}`...)
+	}
+	out = append(out, `],"model":`...)
+	m, _ := json.Marshal(req.Model)
+	out = append(out, m...)
+	out = append(out, `,"usage":{"prompt_tokens":`...)
+	out = strconv.AppendInt(out, int64(pt), 10)
+	out = append(out, `,"total_tokens":`...)
+	out = strconv.AppendInt(out, int64(pt), 10)
+	return append(out, "}}"...)
 }

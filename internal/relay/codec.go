@@ -5,6 +5,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/dialect/anthropic"
 	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
+	"github.com/switchyard-gw/switchyard/internal/dialect/responses"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/sse"
 )
@@ -33,6 +34,55 @@ type Codec interface {
 	decodeStream(t *translation, ev sse.Event, out []dialect.Event) []dialect.Event
 	resetEncoder(t *translation, requestedModel, requestID string, includeUsage bool)
 	encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte
+	// encodeStreamError appends the terminal error of a translated stream (R-FAIL-4); it may
+	// use the encoder's state (the Responses surface continues its sequence numbers).
+	encodeStreamError(t *translation, dst []byte, fe *failure.Error, requestID string) []byte
+}
+
+// ResponsesCodec is the codec of the OpenAI Responses surface: every deployment serves it
+// through translation (R-DIALECT-1..2), so only the caller-facing half is implemented.
+func ResponsesCodec() Codec { return responsesCodec{} }
+
+type responsesCodec struct{ openaiCodec }
+
+var errNoResponsesDeployment = &failure.Error{Class: failure.UpstreamError, Msg: "no deployment speaks the Responses API"}
+
+func (responsesCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
+	return responses.ParseRequest(b)
+}
+func (responsesCodec) DecodeRequest(b []byte) (*dialect.Request, error) {
+	return responses.DecodeRequest(b)
+}
+func (responsesCodec) AppendRequest(dst []byte, _ *dialect.Request, _ string, _ int64) ([]byte, error) {
+	return dst, errNoResponsesDeployment
+}
+func (responsesCodec) DecodeResponse([]byte) (*dialect.Response, error) {
+	return nil, errNoResponsesDeployment
+}
+func (responsesCodec) AppendResponse(dst []byte, r *dialect.Response, m, rid string) []byte {
+	return responses.AppendResponse(dst, r, m, rid)
+}
+func (responsesCodec) AppendErrorBody(dst []byte, fe *failure.Error, rid string) []byte {
+	return responses.AppendErrorBody(dst, fe, rid)
+}
+func (responsesCodec) AppendStreamError(dst []byte, fe *failure.Error, rid string) []byte {
+	return responses.AppendStreamError(dst, fe, rid)
+}
+func (responsesCodec) resetEncoder(t *translation, m, rid string, usage bool) {
+	t.rsEnc.Reset(m, rid, usage)
+}
+func (responsesCodec) encodeStream(t *translation, dst []byte, ev *dialect.Event) []byte {
+	return t.rsEnc.Append(dst, *ev)
+}
+func (responsesCodec) encodeStreamError(t *translation, dst []byte, fe *failure.Error, _ string) []byte {
+	return t.rsEnc.AppendError(dst, fe)
+}
+
+func (openaiCodec) encodeStreamError(_ *translation, dst []byte, fe *failure.Error, rid string) []byte {
+	return openai.AppendStreamError(dst, fe, rid)
+}
+func (anthropicCodec) encodeStreamError(_ *translation, dst []byte, fe *failure.Error, rid string) []byte {
+	return anthropic.AppendStreamError(dst, fe, rid)
 }
 
 // EmbeddingsCodec is the OpenAI codec with the embeddings request parser; embeddings are only

@@ -401,7 +401,11 @@ func (rl *Relay) streamFailure(r *attemptRun, err error) error {
 	if fe.Class == failure.GatewayError {
 		term.Msg = "the gateway is shutting down; the response is incomplete"
 	}
-	r.sc.out = r.req.Codec.AppendStreamError(r.sc.out[:0], term, r.req.ID)
+	if r.cross {
+		r.sc.out = r.req.Codec.encodeStreamError(&r.sc.tr, r.sc.out[:0], term, r.req.ID)
+	} else {
+		r.sc.out = r.req.Codec.AppendStreamError(r.sc.out[:0], term, r.req.ID)
+	}
 	if _, err := r.w.Write(r.sc.out); err == nil {
 		_ = r.rc.Flush()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/dialect/anthropic"
 	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
+	"github.com/switchyard-gw/switchyard/internal/dialect/responses"
 	"github.com/switchyard-gw/switchyard/internal/sse"
 )
 
@@ -23,6 +24,7 @@ type translation struct {
 	oaEnc openai.StreamEncoder
 	anDec anthropic.StreamDecoder
 	anEnc anthropic.StreamEncoder
+	rsEnc responses.StreamEncoder
 }
 
 func (t *translation) reset() {

@@ -35,6 +35,7 @@ import (
 const (
 	SurfaceChat        = "openai.chat"
 	SurfaceEmbeddings  = "openai.embeddings"
+	SurfaceResponses   = "openai.responses"
 	SurfaceMessages    = "anthropic.messages"
 	SurfaceCountTokens = "anthropic.count_tokens"
 )
@@ -141,6 +142,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	for path, sf := range map[string]*surface{
 		"POST /v1/chat/completions":      {catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)},
 		"POST /v1/embeddings":            {catalog.OpenAI, SurfaceEmbeddings, catalog.ProtocolEmbeddings, relay.EmbeddingsCodec()},
+		"POST /v1/responses":             {catalog.Responses, SurfaceResponses, catalog.ProtocolModel, relay.ResponsesCodec()},
 		"POST /v1/messages":              {catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)},
 		"POST /v1/messages/count_tokens": {catalog.Anthropic, SurfaceCountTokens, catalog.ProtocolCountTokens, relay.CountTokensCodec()},
 	} {
