@@ -69,6 +69,49 @@ type Input struct {
 	// Protocol is what the request asks for; deployments that cannot serve it are dropped.
 	Protocol catalog.Protocol
 	Blend    Blend
+	// Strategy orders the pool: price (default when ""), latency, throughput, reliability,
+	// balanced or priority (R-ORDER-1).
+	Strategy string
+	// SessionKey seeds the weighted random order inside tie bands (R-ORDER-5); "" draws a fresh
+	// random seed.
+	SessionKey string
+	// Prefs are the request's provider preferences and pin (R-ORDER-6, R-SUFFIX-1).
+	Prefs Preferences
+	// InputTokens is the request's estimated input size in tokens for the context-fit filter
+	// (R-ADMIT-4); 0 skips the filter.
+	InputTokens int
+}
+
+// Preferences narrow or reorder the pool; they never widen it (R-ORDER-6, R-SUFFIX-4). Names
+// match a deployment's provider or its name (contract.md).
+type Preferences struct {
+	Order  []string // these go first, in this order
+	Only   []string // the pool narrows to these
+	Ignore []string // these leave the pool
+	// AllowFallbacks false tries only the first candidate.
+	AllowFallbacks *bool
+	// Sort is a strategy override from the request's provider.sort (subject to the key's
+	// allow_request_override, checked before planning).
+	Sort string
+	// Pin is the provider of a `model:provider` suffix: the pool becomes its routes only.
+	Pin string
+	// Preferred is a key's or account's preferred-provider set: preferred first, then the rest.
+	Preferred []string
+}
+
+// Stats is what ordering reads of the 24-hour statistics of a route (R-ORDER-4); the stats
+// package satisfies it.
+type Stats interface {
+	Route(deployment, model string) (RouteStats, bool)
+}
+
+// RouteStats are a route's measurements over the window. Samples counts the requests that
+// produced them (client-caused errors excluded).
+type RouteStats struct {
+	TTFTMillis   float64 // time to first token, milliseconds
+	TokensPerSec float64 // output tokens per second
+	SuccessRatio float64 // 0..1
+	Samples      int
 }
 
 // Build fills p (reusing its slices) with the plan for in. Routes are admitted when health does
