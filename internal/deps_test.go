@@ -40,6 +40,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "relay", forbidden: []string{module + "server"}},
 		{pkg: "dialect/responses", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/openai", "dialect/responses", "failure", "sse"}},
 		{pkg: "audit", forbidden: []string{module + "store/sqlite", "net/http"}},
+		{pkg: "stats", forbidden: []string{"net/http", module + "relay", module + "server"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			for _, d := range deps(t, tc.pkg) {

@@ -1,27 +1,9 @@
-// Package plan builds the ordered list of candidate routes for one request (R-ADMIT, R-ORDER):
-// admission filters drop routes with a reason, the strategy orders the rest. It is pure: no I/O,
-// no net/http, no clock; health comes in through the Health interface declared here.
-//
-// This is the core's plan: the price strategy (R-ORDER-2) with priority and catalog order
-// breaking ties, and the circuit filter. Routes of either dialect are admitted: the relay
-// translates (R-DIALECT-2, R-ADMIT-5). The routing issue adds the
-// remaining strategies, tie bands, affinity, preferences and suffixes on the same Plan object.
 package plan
 
 import (
-	"fmt"
-	"math"
 	"slices"
-	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
-	"github.com/switchyard-gw/switchyard/internal/failure"
-)
-
-// Reasons a route is dropped from the pool, as shown in plans.
-const (
-	ReasonCircuitOpen = "circuit open"        // the deployment's or (deployment, model) circuit is open, or its provider is paused
-	ReasonProtocol    = "protocol not served" // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
 )
 
 // Health reports whether routing must drop a route now (R-ADMIT-7). circuit.Set satisfies it.
@@ -29,20 +11,49 @@ type Health interface {
 	Open(provider, deployment, model string) bool
 }
 
-// Blend weighs input and output prices for the price strategy (R-ORDER-2): score =
-// Input x input price + Output x output price, in USD per million tokens. Zero means 3:1.
-type Blend struct{ Input, Output float64 }
+// Stats is what ordering reads of the 24-hour statistics of a route (R-ORDER-4); stats.Collector
+// satisfies it. ok is false when nothing is known of the route.
+type Stats interface {
+	Route(deployment, model string) (RouteStats, bool)
+}
+
+// RouteStats are a route's measurements over the window, each with the number of requests that
+// produced it. A metric whose sample count is below [MinSamples] is treated as missing.
+type RouteStats struct {
+	// TTFTMillis is the mean time to first token of successful requests, in milliseconds.
+	TTFTMillis  float64
+	TTFTSamples int
+	// TokensPerSec is the output tokens per second of successful requests (after the first token).
+	TokensPerSec      float64
+	ThroughputSamples int
+	// SuccessRatio is successes / (successes + provider-caused failures), 0..1; client-caused
+	// errors are excluded from the denominator (R-ORDER-4). Samples is that denominator.
+	SuccessRatio float64
+	Samples      int
+}
 
 // Candidate is one admitted route, in the order it will be tried.
 type Candidate struct {
 	Route *catalog.Route
-	// Score is the strategy's metric: the blended price in USD per million tokens; NaN when unpriced.
+	// Score is the strategy's metric: blended price in USD per million tokens (price), mean
+	// milliseconds to first token (latency), output tokens per second (throughput) or success
+	// ratio 0..1 (reliability). It is NaN when the route has none: unpriced, too few samples
+	// (the route was placed at the median), or a strategy without a metric (balanced, priority).
 	Score float64
-	// Band is the 0-based tie band (every candidate is its own band until the routing issue adds tolerances).
+	// Band is the 0-based index of the candidate's tie band (R-ORDER-3); bands only grow along
+	// the plan.
 	Band int
+	// Weight is the route's weight among equals (catalog.Route.Weight).
+	Weight float64
+
+	key    float64 // ascending sort key of the metric (imputed when missing)
+	metric float64 // the metric used for banding (imputed when missing)
+	draw   float64 // -ln(u)/weight: the weighted random order inside a band (affinity.go)
+	group  int32   // provider.order index, then preferred, then the rest
+	nokey  bool    // no metric at all (unpriced): after every route that has one
 }
 
-// Dropped is a route that did not enter the pool, with the reason.
+// Dropped is a route that did not enter the pool, with the reason (one of the Reason constants).
 type Dropped struct {
 	Deployment string `json:"deployment"`
 	Model      string `json:"model"`
@@ -50,14 +61,28 @@ type Dropped struct {
 }
 
 // Plan is the ordered candidates and the dropped routes of one request (R-ORDER-8). The same
-// object drives the attempt loop and answers POST /v1/route.
+// object drives the attempt loop and answers POST /v1/route; see MarshalJSON for its JSON form.
 type Plan struct {
-	Model      string // the caller's model string
-	Resolved   string // the catalog model id
-	Strategy   string
+	Model    string // the caller's model string
+	Resolved string // the catalog model id
+	// Strategy is the strategy that ordered the pool; "balanced" when the requested one had no
+	// measurements, which DegradedFrom then names (R-ORDER-4).
+	Strategy     string
+	DegradedFrom string
+	// SessionKey is the key that seeded the order inside bands; "" means a fresh random seed.
+	SessionKey string
 	Protocol   catalog.Protocol
-	Candidates []Candidate
-	Dropped    []Dropped
+	// AttemptLimit caps the attempts made on this plan; 0 means no cap beyond the candidates.
+	// It is 1 when the request set provider.allow_fallbacks to false.
+	AttemptLimit int
+	Candidates   []Candidate
+	Dropped      []Dropped
+
+	perm        []int32     // sort scratch, reused: the order as indexes into Candidates
+	tmp         []Candidate // sort scratch, reused: a copy of Candidates while permuting
+	inputTokens int         // for the context_overflow refusal
+	pin         string      // for the pin refusal
+	badStrategy bool        // Strategy names no strategy
 }
 
 // Input is what a plan is built from.
@@ -70,7 +95,7 @@ type Input struct {
 	Protocol catalog.Protocol
 	Blend    Blend
 	// Strategy orders the pool: price (default when ""), latency, throughput, reliability,
-	// balanced or priority (R-ORDER-1).
+	// balanced or priority (R-ORDER-1). Prefs.Sort, when set, takes its place.
 	Strategy string
 	// SessionKey seeds the weighted random order inside tie bands (R-ORDER-5); "" draws a fresh
 	// random seed.
@@ -80,15 +105,18 @@ type Input struct {
 	// InputTokens is the request's estimated input size in tokens for the context-fit filter
 	// (R-ADMIT-4); 0 skips the filter.
 	InputTokens int
+	// Stats feeds the latency, throughput and reliability strategies; nil means no
+	// measurements (those strategies then degrade to balanced).
+	Stats Stats
 }
 
 // Preferences narrow or reorder the pool; they never widen it (R-ORDER-6, R-SUFFIX-4). Names
-// match a deployment's provider or its name (contract.md).
+// match a deployment's provider or its name, exactly (contract.md).
 type Preferences struct {
 	Order  []string // these go first, in this order
 	Only   []string // the pool narrows to these
 	Ignore []string // these leave the pool
-	// AllowFallbacks false tries only the first candidate.
+	// AllowFallbacks false makes one attempt only (Plan.AttemptLimit 1); nil means true.
 	AllowFallbacks *bool
 	// Sort is a strategy override from the request's provider.sort (subject to the key's
 	// allow_request_override, checked before planning).
@@ -96,99 +124,77 @@ type Preferences struct {
 	// Pin is the provider of a `model:provider` suffix: the pool becomes its routes only.
 	Pin string
 	// Preferred is a key's or account's preferred-provider set: preferred first, then the rest.
+	// A set matching none or all of the pool changes nothing.
 	Preferred []string
 }
 
-// Stats is what ordering reads of the 24-hour statistics of a route (R-ORDER-4); the stats
-// package satisfies it.
-type Stats interface {
-	Route(deployment, model string) (RouteStats, bool)
-}
-
-// RouteStats are a route's measurements over the window. Samples counts the requests that
-// produced them (client-caused errors excluded).
-type RouteStats struct {
-	TTFTMillis   float64 // time to first token, milliseconds
-	TokensPerSec float64 // output tokens per second
-	SuccessRatio float64 // 0..1
-	Samples      int
-}
-
-// Build fills p (reusing its slices) with the plan for in. Routes are admitted when health does
-// not report them open; the admitted ones are
-// ordered by blended price, unpriced last, then by ascending deployment priority, then catalog
-// order (a stable sort).
+// Build fills p (reusing its slices, so a Plan reused across requests allocates nothing once
+// grown) with the plan for in. Admission drops routes with a reason (see the package doc);
+// the rest are ordered by provider.order, the preferred split, then the strategy with its tie
+// bands and the session's weighted random order. An unknown strategy leaves the plan empty,
+// and Refusal reports it. Build never fails otherwise: check Refusal for an empty pool.
 func Build(p *Plan, in Input, h Health) {
 	m := in.Resolution.Model
-	*p = Plan{Model: in.Resolution.Requested, Resolved: m.ID, Strategy: "price", Protocol: in.Protocol,
-		Candidates: p.Candidates[:0], Dropped: p.Dropped[:0]}
-	bi, bo := in.Blend.Input, in.Blend.Output
-	if bi == 0 && bo == 0 {
-		bi, bo = 3, 1
+	name := in.Prefs.Sort
+	if name == "" {
+		name = in.Strategy
 	}
-	for _, rt := range m.Routes {
-		dep := rt.Deployment
-		if !dep.Supports(in.Protocol) {
-			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: ReasonProtocol})
-			continue
-		}
-		if h != nil && h.Open(dep.Provider, dep.Name, rt.Model) {
-			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: ReasonCircuitOpen})
-			continue
-		}
-		score := math.NaN()
-		if rt.Price != nil {
-			score = bi*rt.Price.InputPerMTokUSD + bo*rt.Price.OutputPerMTokUSD
-		}
-		p.Candidates = append(p.Candidates, Candidate{Route: rt, Score: score})
+	if name == "" {
+		name = StrategyPrice
 	}
-	slices.SortStableFunc(p.Candidates, compareCandidates)
+	*p = Plan{Model: in.Resolution.Requested, Strategy: name, SessionKey: in.SessionKey, Protocol: in.Protocol,
+		Candidates: p.Candidates[:0], Dropped: p.Dropped[:0], perm: p.perm, tmp: p.tmp, inputTokens: in.InputTokens, pin: in.Prefs.Pin}
+	s, ok := parseStrategy(name)
+	if !ok {
+		p.badStrategy = true
+		return
+	}
+	if m == nil {
+		return
+	}
+	p.Resolved = m.ID
+	admit(p, m, &in, h)
+	if len(p.Candidates) == 0 {
+		return
+	}
+	if s = measure(p.Candidates, s, &in); s.name != name {
+		p.Strategy, p.DegradedFrom = s.name, name
+	}
+	seed := seedOf(in.SessionKey)
 	for i := range p.Candidates {
-		p.Candidates[i].Band = i
+		c := &p.Candidates[i]
+		c.Weight = c.Route.Weight
+		c.draw = drawKey(seed, c.Route)
+	}
+	group(p.Candidates, &in.Prefs)
+	p.sort(s.compare)
+	if band(p.Candidates, s) {
+		p.sort(byBand)
+	}
+	if af := in.Prefs.AllowFallbacks; af != nil && !*af {
+		// The plan still lists every candidate (contract.md: it "states attempt_limit when one
+		// applies"); the relay makes one attempt.
+		p.AttemptLimit = 1
 	}
 }
 
-func compareCandidates(a, b Candidate) int {
-	an, bn := math.IsNaN(a.Score), math.IsNaN(b.Score)
-	switch {
-	case an != bn:
-		if an {
-			return 1
+// sort orders p.Candidates by cmp, stably. It sorts indexes and then permutes once, which is
+// several times faster than swapping the candidates themselves.
+func (p *Plan) sort(cmp func(a, b *Candidate) int) {
+	cs := p.Candidates
+	p.perm = p.perm[:0]
+	for i := range cs {
+		p.perm = append(p.perm, int32(i))
+	}
+	slices.SortFunc(p.perm, func(i, j int32) int {
+		if c := cmp(&cs[i], &cs[j]); c != 0 {
+			return c
 		}
-		return -1
-	case !an && a.Score != b.Score:
-		if a.Score < b.Score {
-			return -1
-		}
-		return 1
+		return int(i - j)
+	})
+	p.tmp = append(p.tmp[:0], cs...)
+	for k, i := range p.perm {
+		cs[k] = p.tmp[i]
 	}
-	return a.Route.Deployment.Priority - b.Route.Deployment.Priority
+	clear(p.tmp) // drop the route pointers
 }
-
-// Refusal is the error for an empty pool (R-ADMIT): 503 gateway_error "all deployments cooling
-// down" when only circuits emptied it, otherwise a 400 naming the constraint. Never a silent
-// widening. It returns nil when the plan has candidates.
-func (p *Plan) Refusal() error {
-	if len(p.Candidates) > 0 {
-		return nil
-	}
-	if len(p.Dropped) == 0 {
-		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
-			Msg: fmt.Sprintf("no deployment serves model %q", p.Model)}
-	}
-	for _, d := range p.Dropped {
-		if d.Reason == ReasonCircuitOpen {
-			return CoolingDown() // some route will be back
-		}
-	}
-	return &failure.Error{Class: failure.InvalidRequest, Param: "model",
-		Msg: fmt.Sprintf("no deployment of model %q serves this endpoint", p.Model)}
-}
-
-// CoolingDown is the R-CIRCUIT-6 refusal: 503, retry-after 5 s, limit kind health.
-func CoolingDown() error {
-	return &failure.Error{Class: failure.GatewayError, Msg: MsgCoolingDown, RetryAfter: 5 * time.Second, LimitKind: "health"}
-}
-
-// MsgCoolingDown is the fixed message of R-CIRCUIT-6.
-const MsgCoolingDown = "all deployments cooling down"

@@ -26,7 +26,7 @@ func names(p *Plan) string {
 }
 
 // R-ORDER-2: cheapest blended price first (3:1 by default), unpriced after priced, equal prices by
-// ascending priority then catalog order. R-ADMIT-5: routes of the other dialect are admitted
+// ascending priority (same band, R-ORDER-3). R-ADMIT-5: routes of the other dialect are admitted
 // (translated); R-ADMIT-7: open routes are dropped with their reason.
 func TestBuildOrder(t *testing.T) {
 	m := &catalog.Model{ID: "m", Routes: []*catalog.Route{
@@ -36,7 +36,7 @@ func TestBuildOrder(t *testing.T) {
 		route("cheap-p0", catalog.OpenAI, 0, &catalog.Price{InputPerMTokUSD: 1, OutputPerMTokUSD: 5}),
 		route("input-cheap", catalog.OpenAI, 0, &catalog.Price{InputPerMTokUSD: 0.5, OutputPerMTokUSD: 9}), // 3*0.5+9 = 10.5 > 3+5 = 8
 		route("other-dialect", catalog.Anthropic, 0, &catalog.Price{}),
-		route("open", catalog.OpenAI, 0, &catalog.Price{}),
+		route("open", catalog.OpenAI, 1, &catalog.Price{}), // ties other-dialect: same band, priority after
 	}}
 	var p Plan
 	Build(&p, Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}, openSet{"open": true})
@@ -79,15 +79,35 @@ func TestRefusal(t *testing.T) {
 	}
 }
 
+// BenchmarkBuild: a model with 10 routes, each strategy, with a session key (the affinity
+// hash) and, for latency, measurements from Stats. Budget (issue 4): <= 2 µs and a handful of
+// allocations; a reused Plan allocates nothing.
 func BenchmarkBuild(b *testing.B) {
 	m := &catalog.Model{ID: "m"}
+	st := fakeStats{}
 	for i := range 10 {
-		m.Routes = append(m.Routes, route(fmt.Sprintf("d%d", i), catalog.OpenAI, i%3, &catalog.Price{InputPerMTokUSD: float64(10 - i), OutputPerMTokUSD: 1}))
+		name := fmt.Sprintf("d%d", i)
+		m.Routes = append(m.Routes, route(name, catalog.OpenAI, i%3, &catalog.Price{InputPerMTokUSD: float64(10 - i), OutputPerMTokUSD: 1}))
+		if i%4 != 0 { // some routes below MinSamples: placed at the median
+			st[name] = RouteStats{TTFTMillis: float64(100 + 7*i), TTFTSamples: 50}
+		}
 	}
-	var p Plan
-	in := Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI}
-	b.ReportAllocs()
-	for b.Loop() {
-		Build(&p, in, openSet{})
+	for _, tc := range []struct{ name, strategy, key string }{
+		{"price", StrategyPrice, ""},
+		{"price/session", StrategyPrice, "session-key-0123456789"},
+		{"latency/session", StrategyLatency, "session-key-0123456789"},
+		{"balanced/session", StrategyBalanced, "session-key-0123456789"},
+		{"priority/session", StrategyPriority, "session-key-0123456789"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var p Plan
+			in := Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI,
+				Strategy: tc.strategy, SessionKey: tc.key, Stats: st, Prefs: Preferences{Preferred: []string{"d3", "d7"}}}
+			h := openSet{"d9": true}
+			b.ReportAllocs()
+			for b.Loop() {
+				Build(&p, in, h)
+			}
+		})
 	}
 }

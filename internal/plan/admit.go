@@ -1,0 +1,148 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// Reasons a route is dropped from the pool, as shown in plans. A route carries the reason of the
+// first filter it fails, in the order of R-ADMIT: pin, only, ignore, context, protocol, circuit.
+const (
+	ReasonPin         = "not the pinned provider"  // a `model:provider` pin names another provider (R-SUFFIX-1)
+	ReasonOnly        = "not in provider.only"     // provider.only does not name it (R-ORDER-6)
+	ReasonIgnore      = "in provider.ignore"       // provider.ignore names it (R-ORDER-6)
+	ReasonContext     = "context window too small" // the input estimate reaches the window (R-ADMIT-4)
+	ReasonProtocol    = "protocol not served"      // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
+	ReasonCircuitOpen = "circuit open"             // the deployment's or (deployment, model) circuit is open, or its provider is paused
+)
+
+// rank orders the reasons as the filters run; the highest rank among the dropped routes is the
+// filter that emptied the pool.
+func rank(reason string) int {
+	switch reason {
+	case ReasonPin:
+		return 1
+	case ReasonOnly:
+		return 2
+	case ReasonIgnore:
+		return 3
+	case ReasonContext:
+		return 4
+	case ReasonProtocol:
+		return 5
+	case ReasonCircuitOpen:
+		return 6
+	}
+	return 0
+}
+
+// admit runs the admission filters over the model's routes in catalog order: admitted routes
+// are appended to p.Candidates (their metric still unset), the others to p.Dropped.
+func admit(p *Plan, m *catalog.Model, in *Input, h Health) {
+	pr := &in.Prefs
+	for _, rt := range m.Routes {
+		dep := rt.Deployment
+		reason := ""
+		switch {
+		case pr.Pin != "" && !matches(pr.Pin, dep):
+			reason = ReasonPin
+		case len(pr.Only) > 0 && index(pr.Only, dep) < 0:
+			reason = ReasonOnly
+		case len(pr.Ignore) > 0 && index(pr.Ignore, dep) >= 0:
+			reason = ReasonIgnore
+		case !fits(in.InputTokens, rt, m):
+			reason = ReasonContext
+		case !dep.Supports(in.Protocol):
+			reason = ReasonProtocol
+		case h != nil && h.Open(dep.Provider, dep.Name, rt.Model):
+			reason = ReasonCircuitOpen
+		}
+		if reason != "" {
+			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: reason})
+			continue
+		}
+		p.Candidates = append(p.Candidates, Candidate{Route: rt})
+	}
+}
+
+// fits reports whether an input of n tokens fits the route's context window (the route's own,
+// else the model's): it is admitted when the estimate falls short of the window (R-ADMIT-4). A
+// zero estimate or a zero window admits.
+func fits(n int, rt *catalog.Route, m *catalog.Model) bool {
+	w := rt.ContextWindowTokens
+	if w == 0 {
+		w = m.ContextWindowTokens
+	}
+	return n <= 0 || w <= 0 || n < w
+}
+
+// matches reports whether name is the deployment's provider or its name.
+func matches(name string, d *catalog.Deployment) bool {
+	return name == d.Provider || name == d.Name
+}
+
+// index returns the index of the first name in names matching d, or -1.
+func index(names []string, d *catalog.Deployment) int {
+	for i, n := range names {
+		if matches(n, d) {
+			return i
+		}
+	}
+	return -1
+}
+
+// Refusal is the error for an empty pool (R-ADMIT), named after the filter that emptied it —
+// the last filter, in admission order, that dropped a route:
+//
+//   - a circuit: 503 gateway_error "all deployments cooling down" ([CoolingDown]);
+//   - the protocol: 400 invalid_request, no deployment serves this endpoint;
+//   - context fit: 400 context_overflow;
+//   - provider.ignore, provider.only or the pin: 400 invalid_request naming it;
+//   - a model without routes: 400 invalid_request.
+//
+// An unknown strategy is a 400 invalid_request whatever the pool. The pool is never silently
+// widened. Refusal returns nil when the plan has candidates.
+func (p *Plan) Refusal() error {
+	if p.badStrategy {
+		return &failure.Error{Class: failure.InvalidRequest, Msg: fmt.Sprintf("unknown routing strategy %q", p.Strategy)}
+	}
+	if len(p.Candidates) > 0 {
+		return nil
+	}
+	top := 0
+	for _, d := range p.Dropped {
+		top = max(top, rank(d.Reason))
+	}
+	switch top {
+	case 0:
+		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
+			Msg: fmt.Sprintf("no deployment serves model %q", p.Model)}
+	case rank(ReasonPin):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
+			Msg: fmt.Sprintf("no deployment of provider %q serves model %q", p.pin, p.Model)}
+	case rank(ReasonOnly):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "provider.only",
+			Msg: fmt.Sprintf("provider.only excludes every deployment of model %q", p.Model)}
+	case rank(ReasonIgnore):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "provider.ignore",
+			Msg: fmt.Sprintf("provider.ignore excludes every deployment of model %q", p.Model)}
+	case rank(ReasonContext):
+		return &failure.Error{Class: failure.ContextOverflow, Param: "messages",
+			Msg: fmt.Sprintf("the request (about %d input tokens) does not fit the context window of any deployment of model %q", p.inputTokens, p.Model)}
+	case rank(ReasonProtocol):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
+			Msg: fmt.Sprintf("no deployment of model %q serves this endpoint", p.Model)}
+	}
+	return CoolingDown() // some route will be back
+}
+
+// CoolingDown is the R-CIRCUIT-6 refusal: 503, retry-after 5 s, limit kind health.
+func CoolingDown() error {
+	return &failure.Error{Class: failure.GatewayError, Msg: MsgCoolingDown, RetryAfter: 5 * time.Second, LimitKind: "health"}
+}
+
+// MsgCoolingDown is the fixed message of R-CIRCUIT-6.
+const MsgCoolingDown = "all deployments cooling down"
