@@ -1,5 +1,5 @@
 // Command switchyard is the Switchyard LLM gateway: one binary with the subcommands of
-// contract.md — serve, demo, fake-provider, check. Flags and wiring only; the request path lives
+// contract.md — serve, demo, fake-provider, check, route. Flags and wiring only; the request path lives
 // in internal/server and internal/relay.
 package main
 
@@ -32,6 +32,7 @@ commands:
   demo           run the gateway with emulated providers and a scripted failover (--listen ADDR, --store URL)
   fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
   check          validate a configuration (--config FILE)
+  route          print the plan of a model (--config FILE --model ID [--key NAME] [--json])
 `
 
 func main() {
@@ -51,6 +52,8 @@ func main() {
 		err = cmdFakeProvider(ctx, os.Args[2:])
 	case "check":
 		err = cmdCheck(os.Args[2:], os.Stdout)
+	case "route":
+		err = cmdRoute(os.Args[2:], os.Stdout)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -197,6 +200,10 @@ func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error
 	if err != nil {
 		return err
 	}
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() { defer close(bgDone); _ = srv.Run(bgCtx) }()
+	defer func() { stopBg(); <-bgDone }()
 	defer srv.Close()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {

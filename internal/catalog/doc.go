@@ -11,8 +11,8 @@
 // GET /v1/models (R-MODEL-2). A snapshot routes and bills as its family while the provider
 // receives the caller's id (R-MODEL-3, Resolution.UpstreamModel); an alias routes, bills and
 // is sent upstream as its target (R-MODEL-4). Ids may hold '/' and ':' and are looked up whole
-// (R-MODEL-5); splitting a trailing `:provider` or `:@strategy` suffix on a miss (R-SUFFIX)
-// belongs to routing and is not done here yet, so such an id is unknown for now.
+// (R-MODEL-5). ResolveSuffixed adds R-SUFFIX on a miss only: a trailing `:provider` pin
+// (which must serve the model) or `:@strategy` override is split off; two suffixes are a 400.
 //
 // This package does not import net/http.
 package catalog

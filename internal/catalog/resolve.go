@@ -44,8 +44,8 @@ func (r Resolution) UpstreamModel(rt *Route) string {
 //     after an id or an alias (looked up exactly, as in 1 and 2).
 //
 // There is never a closest match, a default model or a substitution. A `model:provider` or
-// `model:@strategy` suffix (R-SUFFIX, R-MODEL-5) is not split off here: such a string that is
-// not itself a catalog name is simply unknown, until routing handles suffixes.
+// `model:@strategy` suffix (R-SUFFIX, R-MODEL-5) is not split off here: ResolveSuffixed does
+// that, after this whole-string lookup misses.
 //
 // An unknown id returns a *failure.Error of class failure.ModelUnavailable (404) with Param
 // "model" and a message that quotes the id (%q, so control characters are escaped; ids longer

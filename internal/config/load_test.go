@@ -292,3 +292,11 @@ func TestValidateInGo(t *testing.T) {
 		t.Errorf("defaults not applied: %+v", c.Deployments[0])
 	}
 }
+
+// routing.attempt_limit (R-FAIL-10) must not be negative.
+func TestAttemptLimitValidated(t *testing.T) {
+	_, err := Parse("a.yaml", []byte("routing:\n  attempt_limit: -1\n"))
+	if err == nil || !strings.Contains(err.Error(), "a.yaml:2") || !strings.Contains(err.Error(), "attempt_limit") {
+		t.Fatalf("%v", err)
+	}
+}

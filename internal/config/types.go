@@ -52,6 +52,9 @@ type Routing struct {
 	PriceBlend PriceBlend `yaml:"price_blend"`
 	Timeouts   Timeouts   `yaml:"timeouts"`
 	Circuit    Circuit    `yaml:"circuit"`
+	// AttemptLimit caps the physical upstream attempts of one request, model fallbacks included
+	// (R-FAIL-10); 0 (the default) is unlimited.
+	AttemptLimit int `yaml:"attempt_limit"`
 }
 
 // PriceBlend weighs input and output prices for the price strategy (default 3:1, R-ORDER-2).
@@ -121,6 +124,10 @@ type Key struct {
 	Name    string `yaml:"name"`
 	Secret  string `yaml:"secret"`
 	Account string `yaml:"account"` // default "default"
+	// AllowRequestOverride lets this key's requests set the ordering strategy (a
+	// `model:@strategy` suffix or provider.sort, R-SUFFIX-2). Default false: such a request is
+	// a typed 400. Anonymous requests (auth.required false, no key) are always allowed.
+	AllowRequestOverride bool `yaml:"allow_request_override"`
 }
 
 // Admin configures the admin API; an empty Token turns it off.

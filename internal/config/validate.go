@@ -128,6 +128,9 @@ func (v *validator) routing(r *Routing) {
 	if r.Circuit.Failures < 1 {
 		v.add("routing.circuit.failures", "must be >= 1, got %d (omit it for the default %d)", r.Circuit.Failures, DefaultFailures)
 	}
+	if r.AttemptLimit < 0 {
+		v.add("routing.attempt_limit", "must be >= 0 (0: no limit), got %d", r.AttemptLimit)
+	}
 }
 
 func (v *validator) positiveDuration(path string, d Duration, def time.Duration) {

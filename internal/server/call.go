@@ -20,11 +20,17 @@ type callState struct {
 	body bytes.Buffer
 	plan plan.Plan
 	req  relay.Request
+	// stripped is the body without the members the gateway consumes (routing.go).
+	stripped []byte
+	// fbPlans are the plans of fallback models (reused); fallbacks the ones of this request.
+	fbPlans   []*plan.Plan
+	fallbacks []relay.Fallback
 }
 
 // serveModelCall is the whole path for every surface that calls a model: read the body once,
-// authenticate, resolve the model (R-MODEL), build the plan (R-ADMIT, R-ORDER), run the attempt
-// loop (R-FAIL), then hand the audit record to the recorder without blocking (R-AUDIT).
+// authenticate, resolve the model and its suffix (R-MODEL, R-SUFFIX), build the plans of the
+// model and its fallbacks (R-ADMIT, R-ORDER, R-FAIL-8; routing.go), run the attempt loop
+// (R-FAIL), then hand the audit record to the recorder without blocking (R-AUDIT).
 func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surface) {
 	start := time.Now()
 	rid := requestID(w)
@@ -50,27 +56,19 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		fail(err)
 		return
 	}
-	info, err := codec.ParseRequest(body)
-	rec.Model, rec.Stream = info.Model, info.Stream
+	var pr prepared
+	err = s.route(cs, who, sf, body, &pr)
+	rec.Model, rec.Stream = pr.info.Model, pr.info.Stream
 	if err != nil {
 		fail(err)
 		return
 	}
-	res, err := s.cat.Resolve(info.Model) // exact, alias or dated snapshot; never a substitute
-	if err != nil {
-		fail(err)
-		return
-	}
+	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
+		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit}
 	p := &cs.plan
-	plan.Build(p, plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend}, s.circuits)
-	if err := p.Refusal(); err != nil {
-		fail(err)
-		return
-	}
-	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: body, Info: info, Resolution: res,
-		AnthropicBeta: r.Header.Get("Anthropic-Beta")}
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}
+	clear(cs.fallbacks)
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
 	s.finish(rec, start)
 }

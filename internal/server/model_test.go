@@ -196,7 +196,8 @@ deployments:
 		}
 	}
 	hits := g.Fakes["big"].Hits() + g.Fakes["small"].Hits()
-	for _, id := range []string{"meta/llama3.1", "meta/llama3.1:70", "llama3.1:70b", "meta/llama3.1:70b:big"} {
+	// ("meta/llama3.1:70b:big" is a provider pin since R-SUFFIX: routing_test.go.)
+	for _, id := range []string{"meta/llama3.1", "meta/llama3.1:70", "llama3.1:70b", "meta/llama3.1:70:big"} {
 		resp, b := icPost(t, g.URL, "/v1/chat/completions", icChatBody(id, false))
 		icCheckError(t, catalog.OpenAI, resp, b, 404, "model_unavailable", "invalid_request_error")
 	}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/server"
+)
+
+// cmdRoute is `switchyard route --config FILE --model ID [--key NAME] [--json]`: the plan of a
+// minimal chat request for the model (R-ORDER-8), built by the same code as POST /v1/route, on
+// a gateway that has served nothing yet (every circuit closed, no measurements).
+func cmdRoute(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("route", flag.ContinueOnError)
+	file := fs.String("config", "switchyard.yaml", "configuration file")
+	model := fs.String("model", "", "model id as a caller sends it (suffixes allowed)")
+	key := fs.String("key", "", "name of a configured key whose settings apply")
+	asJSON := fs.Bool("json", false, "print the plan as JSON (the POST /v1/route answer)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return fmt.Errorf("route: --model is required")
+	}
+	cfg, err := config.Load(*file)
+	if err != nil {
+		return err
+	}
+	cat, err := catalog.New(cfg)
+	if err != nil {
+		return err
+	}
+	body := dialect.AppendJSONString([]byte(`{"model":`), *model)
+	body = append(body, `,"messages":[{"role":"user","content":""}]}`...)
+	p, err := server.Explain(cfg, cat, *key, body)
+	if err != nil {
+		return err
+	}
+	return printPlan(out, p, *asJSON)
+}
+
+// printPlan writes p as indented JSON or as a table: a header of model, strategy and session
+// key, the candidates in order with band, score, priority and weight, then the dropped routes.
+func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}
+	fmt.Fprintf(out, "model %s -> %s, strategy %s", p.Model, p.ResolvedModel, p.Strategy)
+	if p.DegradedFrom != "" {
+		fmt.Fprintf(out, " (degraded from %s)", p.DegradedFrom)
+	}
+	if p.SessionKey != "" {
+		fmt.Fprintf(out, ", session %s", p.SessionKey)
+	}
+	if p.AttemptLimit > 0 {
+		fmt.Fprintf(out, ", attempt limit %d", p.AttemptLimit)
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+	for i, c := range p.Candidates {
+		score := "-"
+		if c.Score != nil {
+			score = strconv.FormatFloat(*c.Score, 'g', 6, 64)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, c.Deployment, c.Provider, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(p.Dropped) > 0 {
+		fmt.Fprintln(out, "dropped:")
+		tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, d := range p.Dropped {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Deployment, d.Model, d.Reason)
+		}
+		return tw.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/circuit"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+)
+
+// RoutePlan is the plan of one request as POST /v1/route answers it and `switchyard route`
+// prints it (contract.md, R-ORDER-8): the requested model's candidates in the order they would
+// be tried, then those of its fallback models (R-FAIL-8), and every dropped route with its
+// reason. It is built from the very plans a model call runs.
+type RoutePlan struct {
+	Model         string `json:"model"`          // the caller's model string, suffix included
+	ResolvedModel string `json:"resolved_model"` // the catalog model id
+	Strategy      string `json:"strategy"`
+	// DegradedFrom is the requested strategy when it had no measurements and the plan fell
+	// back to balanced (R-ORDER-4); "" otherwise.
+	DegradedFrom string `json:"degraded_from,omitempty"`
+	// SessionKey seeded the order inside tie bands (R-ORDER-5); "" is a fresh random seed.
+	SessionKey string `json:"session_key"`
+	// AttemptLimit caps the attempts of the request (R-FAIL-10, provider.allow_fallbacks
+	// false); 0 (omitted) is no cap beyond the candidates.
+	AttemptLimit int              `json:"attempt_limit,omitempty"`
+	Candidates   []RouteCandidate `json:"candidates"`
+	Dropped      []plan.Dropped   `json:"dropped"`
+}
+
+// RouteCandidate is one candidate of a RoutePlan.
+type RouteCandidate struct {
+	Deployment    string  `json:"deployment"`
+	Provider      string  `json:"provider"`
+	Model         string  `json:"model"`          // the catalog model id of the route
+	UpstreamModel string  `json:"upstream_model"` // the id sent to the provider
+	Priority      int     `json:"priority"`
+	Weight        float64 `json:"weight"`
+	// Band is the 0-based tie band (R-ORDER-3), counted along the whole plan: a fallback
+	// model's bands come after the requested model's.
+	Band int `json:"band"`
+	// Score is the strategy's metric (USD per million tokens, ms to first token, tokens per
+	// second or success ratio); null when the route has none.
+	Score *float64 `json:"score"`
+}
+
+// routePlan renders the plans of a routed request (cs.plan, then cs.fallbacks).
+func routePlan(cs *callState, pr *prepared) *RoutePlan {
+	p := &cs.plan
+	out := &RoutePlan{Model: pr.res.Requested, ResolvedModel: pr.res.Model.ID, Strategy: p.Strategy,
+		DegradedFrom: p.DegradedFrom, SessionKey: p.SessionKey, AttemptLimit: pr.attemptLimit,
+		Candidates: []RouteCandidate{}, Dropped: []plan.Dropped{}}
+	if p.AttemptLimit > 0 && (out.AttemptLimit == 0 || p.AttemptLimit < out.AttemptLimit) {
+		out.AttemptLimit = p.AttemptLimit
+	}
+	band := 0
+	add := func(res *catalog.Resolution, p *plan.Plan) {
+		next := band
+		for _, c := range p.Candidates {
+			rc := RouteCandidate{Deployment: c.Route.Deployment.Name, Provider: c.Route.Deployment.Provider,
+				Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
+				Weight: c.Route.Weight, Band: band + c.Band}
+			if !math.IsNaN(c.Score) {
+				sc := c.Score
+				rc.Score = &sc
+			}
+			out.Candidates = append(out.Candidates, rc)
+			next = max(next, rc.Band+1)
+		}
+		band = next
+		out.Dropped = append(out.Dropped, p.Dropped...)
+	}
+	add(&pr.res, p)
+	for i := range cs.fallbacks {
+		add(&cs.fallbacks[i].Resolution, cs.fallbacks[i].Plan)
+	}
+	return out
+}
+
+// routeSurface picks the surface a POST /v1/route body names in its "surface" field.
+func (s *Server) routeSurface(body []byte) (*surface, error) {
+	switch v := dialect.Get(body, "surface"); {
+	case !v.Exists(), v.Str == "openai":
+		return s.chat, nil
+	case v.Str == "anthropic":
+		return s.messages, nil
+	}
+	return s.chat, &failure.Error{Class: failure.InvalidRequest, Param: "surface", Msg: "`surface` must be \"openai\" or \"anthropic\""}
+}
+
+// serveRoute answers POST /v1/route with the plan (R-ORDER-8) without calling any provider. An
+// empty pool is answered with the same error a model call would get.
+func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request) {
+	rid := requestID(w)
+	cs := s.pool.Get().(*callState)
+	defer s.pool.Put(cs)
+	codec := relay.CodecFor(surfaceOf(r))
+	who, err := s.authenticate(r)
+	if err != nil {
+		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+		return
+	}
+	body, err := s.readBody(w, r, &cs.body)
+	if err != nil {
+		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+		return
+	}
+	rp, err := s.explain(cs, who, body)
+	if err != nil {
+		if sf, _ := s.routeSurface(body); sf != nil {
+			codec = sf.codec
+		}
+		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+		return
+	}
+	b, err := json.Marshal(rp)
+	if err != nil {
+		relay.WriteError(w, codec, rid, &failure.Error{Class: failure.UpstreamError, Msg: "internal error"}, 0, nil)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+func (s *Server) explain(cs *callState, who caller, body []byte) (*RoutePlan, error) {
+	sf, err := s.routeSurface(body)
+	if err != nil {
+		return nil, err
+	}
+	var pr prepared
+	err = s.route(cs, who, sf, body, &pr)
+	if pr.res.Model == nil {
+		return nil, err
+	}
+	rp := routePlan(cs, &pr)
+	clear(cs.fallbacks)
+	if err != nil {
+		return nil, err
+	}
+	return rp, nil
+}
+
+// Explain returns the plan of body (a POST /v1/route body) for a gateway built from cfg and
+// cat that has served nothing yet (every circuit closed, no measurements): what
+// `switchyard route` prints. key names a configured key whose allow_request_override applies;
+// "" is an anonymous caller, who may override the strategy. The error is the *failure.Error a
+// request would get (an unknown model, an empty pool, ...) or an unknown key name.
+func Explain(cfg *config.Config, cat *catalog.Catalog, key string, body []byte) (*RoutePlan, error) {
+	s := &Server{cat: cat, strategy: cfg.Routing.Strategy, attemptLimit: max(cfg.Routing.AttemptLimit, 0),
+		blend:    plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
+		chat:     &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)},
+		messages: &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)}}
+	cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D()}
+	s.circuits = circuit.NewSet(cs, cs)
+	who := caller{allowOverride: true}
+	if key != "" {
+		found := false
+		for _, k := range cfg.Keys {
+			if k.Name == key {
+				who, found = caller{key: k.Name, account: k.Account, allowOverride: k.AllowRequestOverride}, true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no key named %q in the configuration", key)
+		}
+	}
+	return s.explain(new(callState), who, body)
+}

@@ -1,0 +1,409 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+)
+
+// maxFallbacks bounds the fallback models one request may name (extra.fallbacks plus models).
+const maxFallbacks = 8
+
+// routeHints is what routing reads from a request body beyond dialect.RequestInfo: the
+// request's provider preferences, its fallback models, the session key and the input estimate.
+type routeHints struct {
+	prefs     plan.Preferences
+	fallbacks []string
+	// consumed says the body holds members the gateway consumes (provider, models, extra):
+	// they are cut out of the body before it is forwarded or translated.
+	consumed bool
+	// sessionKey is R-ORDER-5's key: "k:" + a hash of prompt_cache_key, else "c:" + a hash of the
+	// stable start of the conversation (system prompt and first user message), else "".
+	sessionKey string
+	// inputTokens is the estimate of estimateTokens, for the context-fit filter (R-ADMIT-4).
+	inputTokens int
+}
+
+// consumedMembers are the top-level members of a request body that the gateway consumes and
+// never forwards upstream: the OpenRouter-style provider preferences and models list, and
+// extra (extra.fallbacks). POST /v1/route's surface field is read there and never forwarded.
+var consumedMembers = [...]string{"provider", "models", "extra"}
+
+// readHints reads the routing hints of body (already checked by the surface's ParseRequest)
+// in one pass over its top-level members, without decoding it. Errors are invalid_request
+// *failure.Error naming the field.
+func readHints(body []byte, sf *surface) (routeHints, error) {
+	var h routeHints
+	var provider, models, extra, pck, convo, system, tools, functions gjson.Result
+	dialect.ScanObject(gjson.Parse(dialect.View(body)), func(k string, v gjson.Result) {
+		switch k {
+		case "provider":
+			provider, h.consumed = v, true
+		case "models":
+			models, h.consumed = v, true
+		case "extra":
+			extra, h.consumed = v, true
+		case "prompt_cache_key":
+			pck = v
+		case "messages", "input":
+			convo = v
+		case "system", "instructions":
+			system = v
+		case "tools":
+			tools = v
+		case "functions":
+			functions = v
+		}
+	})
+	if err := readProvider(provider, &h.prefs); err != nil {
+		return h, err
+	}
+	var err error
+	if extra.Exists() && extra.Type != gjson.Null {
+		if !extra.IsObject() {
+			return h, badField("extra", "`extra` must be an object")
+		}
+		if h.fallbacks, err = appendModelList(h.fallbacks, extra.Get("fallbacks"), "extra.fallbacks"); err != nil {
+			return h, err
+		}
+	}
+	if h.fallbacks, err = appendModelList(h.fallbacks, models, "models"); err != nil {
+		return h, err
+	}
+	if sf.protocol == catalog.ProtocolEmbeddings {
+		return h, nil // no conversation and no context fit for embeddings
+	}
+	h.sessionKey = sessionKey(pck, system, convo)
+	h.inputTokens = estimateTokens(system, convo, tools, functions)
+	return h, nil
+}
+
+func badField(param, msg string) error {
+	return &failure.Error{Class: failure.InvalidRequest, Param: param, Msg: msg}
+}
+
+// readProvider fills p from the request's provider object (R-ORDER-6): order, only and ignore
+// (arrays of provider or deployment names), allow_fallbacks (a boolean) and sort (a strategy).
+// Other members (OpenRouter has more) are consumed and ignored.
+func readProvider(v gjson.Result, p *plan.Preferences) error {
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	if !v.IsObject() {
+		return badField("provider", "`provider` must be an object")
+	}
+	var err error
+	v.ForEach(func(k, m gjson.Result) bool {
+		switch k.Str {
+		case "order":
+			p.Order, err = stringList(m, "provider.order")
+		case "only":
+			p.Only, err = stringList(m, "provider.only")
+		case "ignore":
+			p.Ignore, err = stringList(m, "provider.ignore")
+		case "allow_fallbacks":
+			switch m.Type {
+			case gjson.Null:
+			case gjson.True, gjson.False:
+				b := m.Type == gjson.True
+				p.AllowFallbacks = &b
+			default:
+				err = badField("provider.allow_fallbacks", "`provider.allow_fallbacks` must be a boolean")
+			}
+		case "sort":
+			switch {
+			case m.Type == gjson.Null:
+			case m.Type != gjson.String || !catalog.ValidStrategy(m.Str):
+				err = badField("provider.sort", "`provider.sort` must be one of price, latency, throughput, reliability, balanced, priority")
+			default:
+				p.Sort = m.Str
+			}
+		}
+		return err == nil
+	})
+	return err
+}
+
+// stringList reads an array of non-empty strings (null is an empty list).
+func stringList(v gjson.Result, param string) ([]string, error) {
+	if v.Type == gjson.Null {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, badField(param, "`"+param+"` must be an array of strings")
+	}
+	var out []string
+	var err error
+	v.ForEach(func(_, e gjson.Result) bool {
+		if e.Type != gjson.String || e.Str == "" {
+			err = badField(param, "`"+param+"` must be an array of non-empty strings")
+			return false
+		}
+		out = append(out, strings.Clone(e.Str)) // e.Str may alias the pooled body buffer
+		return true
+	})
+	return out, err
+}
+
+// appendModelList appends the model ids of a fallbacks list to dst, skipping repeats.
+func appendModelList(dst []string, v gjson.Result, param string) ([]string, error) {
+	if !v.Exists() {
+		return dst, nil
+	}
+	ids, err := stringList(v, param)
+	if err != nil {
+		return dst, err
+	}
+next:
+	for _, id := range ids {
+		for _, have := range dst {
+			if have == id {
+				continue next
+			}
+		}
+		dst = append(dst, id)
+	}
+	if len(dst) > maxFallbacks {
+		return dst, badField(param, fmt.Sprintf("at most %d fallback models may be named", maxFallbacks))
+	}
+	return dst, nil
+}
+
+// sessionKey derives R-ORDER-5's session key. The key never holds prompt text: it is a hash
+// (16 hex digits of SHA-256), prefixed "k:" when it comes from prompt_cache_key and "c:" when
+// it comes from the stable start of the conversation: the system prompt (system, or
+// instructions on the Responses surface; OpenAI system and developer messages before the first
+// user message) and the first user message, as raw JSON. Later turns append messages after
+// these, so every turn of a conversation gets the same key. "" when there is neither.
+func sessionKey(pck, system, convo gjson.Result) string {
+	if pck.Type == gjson.String && pck.Str != "" {
+		return "k:" + hashHex(pck.Raw)
+	}
+	var h hash.Hash
+	write := func(s string) {
+		if h == nil {
+			h = sha256.New()
+		}
+		_, _ = h.Write([]byte(s))
+		_, _ = h.Write([]byte{0})
+	}
+	if system.Exists() && system.Type != gjson.Null {
+		write(system.Raw)
+	}
+	switch {
+	case convo.Type == gjson.String: // a Responses input given as one string
+		write(convo.Raw)
+	case convo.IsArray():
+		convo.ForEach(func(_, m gjson.Result) bool {
+			role := m.Get("role").Str
+			switch role {
+			case "system", "developer":
+				write(m.Raw)
+				return true
+			case "user":
+				write(m.Raw)
+			}
+			return role != "user"
+		})
+	}
+	if h == nil {
+		return ""
+	}
+	var sum [sha256.Size]byte
+	return "c:" + hex.EncodeToString(h.Sum(sum[:0])[:8])
+}
+
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// mediaTokens is the estimate charged for one image, audio, file or document part: about what
+// a large image costs at both providers (OpenAI high detail ~1,100, Anthropic up to ~1,600).
+const mediaTokens = 1600
+
+// estimateTokens is the request's input size in tokens for the context-fit filter (R-ADMIT-4):
+// the byte length of the system prompt, the conversation (messages or input) and the tool
+// definitions, divided by 4, where every media part (image, audio, file, document) counts
+// mediaTokens instead of its bytes (a base64 image is megabytes of few tokens).
+//
+// Its error: JSON syntax and keys are counted, so English text is overestimated by about
+// 10-30%; text that tokenizes densely (code, CJK: ~1 token per 1-3 bytes) is underestimated by
+// up to 2-3x; media are a flat guess. The filter admits a route whenever the estimate falls
+// short of its window, so an underestimate lets the provider answer context_overflow itself,
+// and an overestimate on a route just below the window is the only way to drop wrongly.
+func estimateTokens(system, convo, tools, functions gjson.Result) int {
+	n := len(system.Raw) + len(tools.Raw) + len(functions.Raw) + convoBytes(convo, 0)
+	return n / 4
+}
+
+// convoBytes is the byte count of v with media parts counted at mediaTokens*4; it descends
+// into arrays and content arrays, up to a small depth (messages, content, tool_result content).
+func convoBytes(v gjson.Result, depth int) int {
+	switch {
+	case v.IsArray() && depth < 4:
+		n := 2
+		v.ForEach(func(_, e gjson.Result) bool {
+			n += convoBytes(e, depth+1) + 1
+			return true
+		})
+		return n
+	case v.IsObject() && depth < 4:
+		switch v.Get("type").Str {
+		case "image_url", "image", "input_image", "input_audio", "file", "input_file", "document":
+			return mediaTokens * 4
+		}
+		if c := v.Get("content"); c.IsArray() {
+			return len(v.Raw) - len(c.Raw) + convoBytes(c, depth+1)
+		}
+	}
+	return len(v.Raw)
+}
+
+// stripConsumed appends body without its consumed top-level members (consumedMembers) to dst:
+// byte surgery, every other byte is the caller's. body must be a valid JSON object.
+func stripConsumed(dst, body []byte) []byte {
+	keep := 0      // body[:keep] is dealt with
+	prevEnd := -1  // end of the previous member
+	kept := false  // some earlier member stays
+	leadFrom := -1 // start of a run of removed leading members, not yet cut
+	cut := func(from, to int) {
+		dst = append(dst, body[keep:from]...)
+		keep = to
+	}
+	gjson.Parse(dialect.View(body)).ForEach(func(k, v gjson.Result) bool {
+		start, end := k.Index, v.Index+len(v.Raw)
+		switch {
+		case !isConsumed(k.Str):
+			if leadFrom >= 0 { // `{"provider":{..}, "model":..` -> `{"model":..`
+				cut(leadFrom, start)
+				leadFrom = -1
+			}
+			kept = true
+		case kept: // `.., "provider":{..}` -> `..`
+			cut(prevEnd, end)
+		case leadFrom < 0:
+			leadFrom = start
+		}
+		prevEnd = end
+		return true
+	})
+	if leadFrom >= 0 { // nothing but consumed members: `{}`
+		cut(leadFrom, prevEnd)
+	}
+	return append(dst, body[keep:]...)
+}
+
+func isConsumed(k string) bool {
+	for _, c := range consumedMembers {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// prepared is one model call routed: the body to forward, what the surface parser read, and
+// the plans of the requested model and of its fallbacks, in the order they are tried.
+type prepared struct {
+	info dialect.RequestInfo
+	body []byte
+	res  catalog.Resolution
+	// attemptLimit is routing.attempt_limit (R-FAIL-10); 0 is unlimited.
+	attemptLimit int
+}
+
+// route is the request path's routing half, shared by model calls and POST /v1/route so that
+// the plan explained is the plan used: parse, resolve with suffixes (R-SUFFIX, R-MODEL-5), the
+// override lock (R-SUFFIX-2), the hints (R-ORDER-5/6, R-ADMIT-4, R-FAIL-8), the body cut, and
+// one plan per model into cs.plan and cs.fallbacks. info is filled as far as it was read, also
+// on error (the audit wants the model and stream flag).
+func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *prepared) error {
+	info, err := sf.codec.ParseRequest(body)
+	pr.info = info
+	if err != nil {
+		return err
+	}
+	res, sx, err := s.cat.ResolveSuffixed(info.Model)
+	if err != nil {
+		return err
+	}
+	h, err := readHints(body, sf)
+	if err != nil {
+		return err
+	}
+	if (sx.Strategy != "" || h.prefs.Sort != "") && !who.allowOverride {
+		param := "provider.sort"
+		if sx.Strategy != "" {
+			param = "model"
+		}
+		return &failure.Error{Class: failure.InvalidRequest, Param: param,
+			Msg: "this API key may not override the routing strategy (allow_request_override is off)"}
+	}
+	if sx.Strategy != "" && h.prefs.Sort != "" && sx.Strategy != h.prefs.Sort {
+		return badField("provider.sort", "`provider.sort` contradicts the model's :@"+sx.Strategy+" suffix")
+	}
+	if h.consumed {
+		cs.stripped = stripConsumed(cs.stripped[:0], body)
+		body = cs.stripped
+		if info, err = sf.codec.ParseRequest(body); err != nil {
+			return err
+		}
+		pr.info = info
+	}
+	pr.body, pr.res, pr.attemptLimit = body, res, s.attemptLimit
+	strategy := s.strategy
+	if sx.Strategy != "" {
+		strategy = sx.Strategy
+	}
+	h.prefs.Pin = sx.Pin
+	in := plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend,
+		Strategy: strategy, SessionKey: h.sessionKey, Prefs: h.prefs, InputTokens: h.inputTokens}
+	if s.stats != nil {
+		in.Stats = s.stats
+	}
+	plan.Build(&cs.plan, in, s.circuits)
+	cs.fallbacks = cs.fallbacks[:0]
+	// A pinned request never switches provider (R-SUFFIX-1), and allow_fallbacks false tries
+	// one candidate only (R-ORDER-6): neither runs fallback models.
+	noSwitch := sx.Pin != "" || (h.prefs.AllowFallbacks != nil && !*h.prefs.AllowFallbacks)
+	if noSwitch || len(h.fallbacks) == 0 {
+		return cs.plan.Refusal()
+	}
+	for len(cs.fbPlans) < len(h.fallbacks) {
+		cs.fbPlans = append(cs.fbPlans, new(plan.Plan))
+	}
+	for i, id := range h.fallbacks {
+		if id == info.Model {
+			continue
+		}
+		fres, err := s.cat.Resolve(id)
+		if err != nil {
+			fe := *failure.From(err)
+			fe.Param = "models"
+			return &fe
+		}
+		in.Resolution = fres
+		plan.Build(cs.fbPlans[i], in, s.circuits)
+		cs.fallbacks = append(cs.fallbacks, relay.Fallback{Resolution: fres, Plan: cs.fbPlans[i]})
+	}
+	if len(cs.plan.Candidates) > 0 {
+		return nil
+	}
+	for _, fb := range cs.fallbacks {
+		if len(fb.Plan.Candidates) > 0 {
+			return nil // the requested model has no candidate now; its fallbacks run (R-FAIL-8)
+		}
+	}
+	return cs.plan.Refusal()
+}
