@@ -24,6 +24,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/sse"
+	"github.com/switchyard-gw/switchyard/internal/stats"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
 )
 
@@ -44,6 +45,19 @@ type Request struct {
 	Info          dialect.RequestInfo
 	Resolution    catalog.Resolution
 	AnthropicBeta string // the caller's anthropic-beta header, forwarded on Anthropic routes
+	// Fallbacks are the plans of the request's fallback models (R-FAIL-8), tried in order after
+	// every candidate of the main plan. nil: none.
+	Fallbacks []Fallback
+	// AttemptLimit caps the physical attempts of the request over all plans (R-FAIL-10); 0 is
+	// unlimited.
+	AttemptLimit int
+}
+
+// Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
+// output cap; Requested is the id echoed when it serves) and its plan.
+type Fallback struct {
+	Resolution catalog.Resolution
+	Plan       *plan.Plan
 }
 
 // Result is what happened: the final status and class, the attempts for the audit, and the
@@ -64,6 +78,9 @@ type Relay struct {
 	clients  map[string]*upstream.Client // by deployment name; read-only after New
 	headers  map[string]depHeaders       // by deployment name; read-only after New
 	pool     sync.Pool                   // *scratch
+	// Stats, when set, receives one observation per attempt (latency, throughput and
+	// reliability windows, R-ORDER-4); Record must not block.
+	Stats interface{ Record(stats.Observation) }
 	// Logf, when set, receives one line per failed attempt: request id, deployment, class and
 	// the failure's cause (status and provider error type/code, never provider text).
 	Logf func(format string, args ...any)
@@ -130,83 +147,106 @@ type attemptRun struct {
 	// up is the deployment's dialect codec; cross says it differs from the caller's.
 	up    Codec
 	cross bool
+	// model is the resolution of the candidate's model (the request's or a fallback's); echo is
+	// the model id echoed to the caller and in x-switchyard-model.
+	model *catalog.Resolution
+	echo  string
 }
 
-// Run tries the plan's candidates in order and writes the caller's response to w (R-FAIL-1).
-// It returns when the response is complete, the caller went away, or no candidate is left.
+// Run tries the plan's candidates in order, then the candidates of each of req.Fallbacks in
+// order (R-FAIL-8), and writes the caller's response to w (R-FAIL-1). A failure that does not
+// fail over (caller fault, R-FAIL-6) stops the whole chain; req.AttemptLimit, when positive,
+// caps the physical attempts over all plans (R-FAIL-10). It returns when the response is
+// complete, the caller went away, or no candidate is left.
 func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p *plan.Plan) Result {
 	var res Result
 	sc := rl.pool.Get().(*scratch)
 	defer rl.pool.Put(sc)
 	rc := http.NewResponseController(w)
 	sc.tr.reset()
-	maxOut := int64(req.Resolution.Model.MaxOutputTokens)
 
 	var last, firstRejection error
 	var minRetryAfter time.Duration
-	for i := range p.Candidates {
-		c := &p.Candidates[i]
-		dep := c.Route.Deployment
-		up := CodecFor(dep.Dialect)
-		cross := dep.Dialect != req.Surface
-		upName := req.Resolution.UpstreamModel(c.Route)
-		// The body comes first: a request that cannot be carried to this dialect skips the
-		// candidate before any circuit or attempt is spent on it.
-		var dropped []string
-		if cross {
-			var err error
-			sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut)
-			if err != nil {
+chain:
+	for si := 0; si <= len(req.Fallbacks); si++ {
+		mres, mp, echo := &req.Resolution, p, req.Info.Model
+		if si > 0 {
+			fb := &req.Fallbacks[si-1]
+			mres, mp, echo = &fb.Resolution, fb.Plan, fb.Resolution.Requested
+		}
+		maxOut := int64(mres.Model.MaxOutputTokens)
+		before := len(res.Attempts)
+		for i := range mp.Candidates {
+			if req.AttemptLimit > 0 && len(res.Attempts) >= req.AttemptLimit {
+				break chain
+			}
+			if mp.AttemptLimit > 0 && len(res.Attempts)-before >= mp.AttemptLimit {
+				break // the plan's own cap (provider.allow_fallbacks false)
+			}
+			c := &mp.Candidates[i]
+			dep := c.Route.Deployment
+			up := CodecFor(dep.Dialect)
+			cross := dep.Dialect != req.Surface
+			upName := mres.UpstreamModel(c.Route)
+			// The body comes first: a request that cannot be carried to this dialect skips the
+			// candidate before any circuit or attempt is spent on it.
+			var dropped []string
+			if cross {
+				var err error
+				sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut)
+				if err != nil {
+					if firstRejection == nil {
+						firstRejection = err
+					}
+					continue
+				}
+			} else {
+				sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
+			}
+			tk, err := rl.circuits.Admit(dep.Provider, dep.Name, c.Route.Model)
+			if err != nil { // not an attempt (R-AUDIT-3)
 				if firstRejection == nil {
-					firstRejection = err
+					firstRejection = plan.CoolingDown()
 				}
 				continue
 			}
-		} else {
-			sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
-		}
-		tk, err := rl.circuits.Admit(dep.Provider, dep.Name, c.Route.Model)
-		if err != nil { // not an attempt (R-AUDIT-3)
-			if firstRejection == nil {
-				firstRejection = plan.CoolingDown()
+			if ctx.Err() != nil {
+				tk.Done(context.Canceled)
+				return rl.cancelled(&res)
 			}
-			continue
-		}
-		if ctx.Err() != nil {
-			tk.Done(context.Canceled)
-			return rl.cancelled(&res)
-		}
-		res.Attempts = append(res.Attempts, audit.Attempt{
-			Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
-			Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
-			UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(),
-		})
-		a := &res.Attempts[len(res.Attempts)-1]
-		a.Price, a.BillingSource = priceOf(req.Resolution.Model, c.Route)
-		run := attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
-			total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross}
-		err = rl.attempt(ctx, &run)
-		fe := failure.From(err)
-		if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
-			(minRetryAfter == 0 || fe.RetryAfter < minRetryAfter) {
-			minRetryAfter = fe.RetryAfter
-		}
-		if res.Committed || fe == nil {
-			tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
-			return res
-		}
-		tk.Done(fe)
-		run.a.Outcome, run.a.ErrorCode = audit.OutcomeFailed, string(fe.Class)
-		if rl.Logf != nil && fe.Class != failure.Cancelled {
-			rl.Logf("request %s attempt %d deployment %s failed: %v", req.ID, run.a.Attempt, dep.Name, fe)
-		}
-		if fe.Class == failure.Cancelled || (ctx.Err() != nil && fe.Class != failure.GatewayError) {
-			run.a.Outcome = audit.OutcomeCancelled
-			return rl.cancelled(&res)
-		}
-		last = fe
-		if !fe.Class.FailsOver() { // R-FAIL-6: returned directly
-			break
+			res.Attempts = append(res.Attempts, audit.Attempt{
+				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
+				Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
+				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(),
+			})
+			a := &res.Attempts[len(res.Attempts)-1]
+			a.Price, a.BillingSource = priceOf(mres.Model, c.Route)
+			run := attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
+				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, model: mres, echo: echo}
+			err = rl.attempt(ctx, &run)
+			rl.observe(run.a, err)
+			fe := failure.From(err)
+			if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
+				(minRetryAfter == 0 || fe.RetryAfter < minRetryAfter) {
+				minRetryAfter = fe.RetryAfter
+			}
+			if res.Committed || fe == nil {
+				tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
+				return res
+			}
+			tk.Done(fe)
+			run.a.Outcome, run.a.ErrorCode = audit.OutcomeFailed, string(fe.Class)
+			if rl.Logf != nil && fe.Class != failure.Cancelled {
+				rl.Logf("request %s attempt %d deployment %s failed: %v", req.ID, run.a.Attempt, dep.Name, fe)
+			}
+			if fe.Class == failure.Cancelled || (ctx.Err() != nil && fe.Class != failure.GatewayError) {
+				run.a.Outcome = audit.OutcomeCancelled
+				return rl.cancelled(&res)
+			}
+			last = fe
+			if !fe.Class.FailsOver() { // R-FAIL-6: returned directly; R-FAIL-8: ends the chain
+				break chain
+			}
 		}
 	}
 	// R-FAIL-9: the last failure when a call was made, else the first rejection.
@@ -255,11 +295,11 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
 		r.sc.resp = b
 		err := r.up.NormalizeError(call.Status, call.Header.Get, b)
-		if fe := failure.From(err); call.Status == http.StatusNotFound && fe.Class == failure.UpstreamError && r.req.Resolution.SnapshotSuffix != "" {
+		if fe := failure.From(err); call.Status == http.StatusNotFound && fe.Class == failure.UpstreamError && r.model.SnapshotSuffix != "" {
 			// The provider does not know the dated snapshot the caller named: the caller's
 			// model string is at fault, not the deployment (no failover, no circuit).
 			return &failure.Error{Class: failure.ModelUnavailable, Param: "model", UpstreamStatus: call.Status, Cause: err,
-				Msg: "the dated snapshot " + strconv.Quote(r.req.Info.Model) + " is not served by the provider; GET /v1/models lists the available models"}
+				Msg: "the dated snapshot " + strconv.Quote(r.echo) + " is not served by the provider; GET /v1/models lists the available models"}
 		}
 		return err
 	}
@@ -284,9 +324,9 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	var usage dialect.Usage
 	var seen bool
 	if r.cross {
-		out, usage, seen, err = r.sc.tr.rewriteResponse(r.sc.out[:0], b, r.up, r.req.Codec, r.req.Info.Model, r.req.ID)
+		out, usage, seen, err = r.sc.tr.rewriteResponse(r.sc.out[:0], b, r.up, r.req.Codec, r.echo, r.req.ID)
 	} else {
-		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.req.Info.Model)
+		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.echo)
 	}
 	r.sc.out = out
 	if err != nil {
@@ -311,13 +351,13 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 // event (R-FAIL-2..4).
 func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) error {
 	sc := r.sc
-	sc.st.Reset(r.req.Info.Model, r.req.Info.IncludeUsage)
+	sc.st.Reset(r.echo, r.req.Info.IncludeUsage)
 	sc.hold = sc.hold[:0]
 	sc.rd.Reset(call.Body)
 	codec := r.req.Codec
 	if r.cross {
 		r.up.resetDecoder(&sc.tr)
-		codec.resetEncoder(&sc.tr, r.req.Info.Model, r.req.ID, r.req.Info.IncludeUsage)
+		codec.resetEncoder(&sc.tr, r.echo, r.req.ID, r.req.Info.IncludeUsage)
 	}
 	for {
 		ev, err := sc.rd.Next()
@@ -439,6 +479,9 @@ func (r *attemptRun) commit(stream bool) {
 	h["X-Switchyard-Provider"] = dh.provider
 	h["X-Switchyard-Upstream-Model"] = []string{r.upName}
 	h["X-Switchyard-Attempts"] = attemptsValue(r.total)
+	if r.echo != r.req.Info.Model { // a fallback model served (R-FAIL-8, contract.md)
+		h["X-Switchyard-Model"] = []string{r.echo}
+	}
 	r.w.WriteHeader(http.StatusOK)
 }
 
@@ -510,4 +553,20 @@ func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
 		return buf.Bytes()[:limit], &failure.Error{Class: failure.UpstreamError, Msg: "the provider's response is too large"}
 	}
 	return buf.Bytes(), nil
+}
+
+// observe hands one attempt's outcome to the statistics windows, off the request path.
+func (rl *Relay) observe(a *audit.Attempt, err error) {
+	if rl.Stats == nil {
+		return
+	}
+	o := stats.Observation{Deployment: a.Deployment, Model: a.Model, At: time.Now(),
+		Duration: time.Since(a.DispatchedAt), OutputTokens: int(a.Tokens.Output)}
+	if fe := failure.From(err); fe != nil {
+		o.Outcome = fe.Class
+	}
+	if a.FirstTokenMS != nil {
+		o.TTFT = time.Duration(*a.FirstTokenMS * float64(time.Millisecond))
+	}
+	rl.Stats.Record(o)
 }

@@ -87,10 +87,12 @@ func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
+	statsDone := make(chan struct{})
 	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}
+	go func() { defer close(statsDone); _ = g.Srv.Run(ctx) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +107,7 @@ func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
 		g.Srv.Close()
 		cancel()
 		<-done
+		<-statsDone
 		_ = st.Close()
 	})
 	return g

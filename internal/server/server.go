@@ -1,7 +1,10 @@
 // Package server is the HTTP face of Switchyard: the listener's mux, caller authentication,
 // the body limit, request ids, and the surfaces of contract.md (OpenAI chat completions,
-// Anthropic messages, models, generation, health, metrics). serveModelCall is the whole request
-// path, top to bottom, for every surface that calls a model.
+// Anthropic messages, models, generation, health, metrics, POST /v1/route). serveModelCall is
+// the whole request path, top to bottom, for every surface that calls a model; its routing half
+// (routing.go: suffixes R-SUFFIX, provider preferences R-ORDER-6, session key R-ORDER-5, the
+// context-fit estimate R-ADMIT-4, model fallbacks R-FAIL-8, attempt limit R-FAIL-10) is shared
+// with POST /v1/route and Explain (R-ORDER-8), so the plan explained is the plan run.
 package server
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/stats"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
 )
 
@@ -67,6 +71,7 @@ type Options struct {
 type Server struct {
 	cat          *catalog.Catalog
 	circuits     *circuit.Set
+	stats        *stats.Collector
 	relay        *relay.Relay
 	clients      map[string]*upstream.Client
 	rec          *audit.Recorder
@@ -76,22 +81,30 @@ type Server struct {
 	authRequired bool
 	maxBody      int64
 	blend        plan.Blend
-	mux          *http.ServeMux
-	models       modelLists
-	metrics      *metrics
-	pool         sync.Pool // *callState
+	strategy     string // routing.strategy
+	attemptLimit int    // routing.attempt_limit; 0 is unlimited
+	// chat and messages are the surfaces POST /v1/route explains.
+	chat, messages *surface
+	mux            *http.ServeMux
+	models         modelLists
+	metrics        *metrics
+	pool           sync.Pool // *callState
 }
 
 type staticKey struct {
-	hash    [sha256.Size]byte
-	name    string
-	account string
+	hash          [sha256.Size]byte
+	name          string
+	account       string
+	allowOverride bool
 }
 
 // caller is the authenticated identity of a request.
 type caller struct {
 	key     string // key name; "" when authentication is off
 	account string
+	// allowOverride lets the request set the routing strategy (R-SUFFIX-2): the key's
+	// allow_request_override; always true for an anonymous caller (auth.required false).
+	allowOverride bool
 }
 
 // New builds a server from a validated configuration and its catalog.
@@ -107,6 +120,8 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		authRequired: cfg.Auth.Required == nil || *cfg.Auth.Required,
 		maxBody:      cfg.Server.MaxBodyBytes,
 		blend:        plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
+		strategy:     cfg.Routing.Strategy,
+		attemptLimit: max(cfg.Routing.AttemptLimit, 0),
 	}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
@@ -128,26 +143,31 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	}
 	s.relay = relay.New(s.circuits, s.clients)
 	s.relay.Logf = s.logf
+	s.stats = stats.New(stats.Options{Now: o.Now})
+	s.relay.Stats = s.stats
 	for _, k := range cfg.Keys {
 		if k.Secret == "" {
 			continue
 		}
-		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account})
+		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account, allowOverride: k.AllowRequestOverride})
 	}
 	s.models = buildModelLists(cat)
 	s.metrics = newMetrics()
 	s.pool.New = func() any { return new(callState) }
 
 	mux := http.NewServeMux()
+	s.chat = &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)}
+	s.messages = &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)}
 	for path, sf := range map[string]*surface{
-		"POST /v1/chat/completions":      {catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)},
+		"POST /v1/chat/completions":      s.chat,
 		"POST /v1/embeddings":            {catalog.OpenAI, SurfaceEmbeddings, catalog.ProtocolEmbeddings, relay.EmbeddingsCodec()},
 		"POST /v1/responses":             {catalog.Responses, SurfaceResponses, catalog.ProtocolModel, relay.ResponsesCodec()},
-		"POST /v1/messages":              {catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)},
+		"POST /v1/messages":              s.messages,
 		"POST /v1/messages/count_tokens": {catalog.Anthropic, SurfaceCountTokens, catalog.ProtocolCountTokens, relay.CountTokensCodec()},
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { s.serveModelCall(w, r, sf) })
 	}
+	mux.HandleFunc("POST /v1/route", s.serveRoute)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
 	mux.HandleFunc("GET /v1/generation", s.serveGeneration)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -160,6 +180,11 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	s.mux = mux
 	return s, nil
 }
+
+// Run runs the server's background work (the statistics windows) until ctx ends. Without it,
+// observations are dropped and every latency, throughput or reliability plan degrades to
+// balanced.
+func (s *Server) Run(ctx context.Context) error { return s.stats.Run(ctx) }
 
 // Circuits exposes the circuit set (for observability and tests).
 func (s *Server) Circuits() *circuit.Set { return s.circuits }
@@ -220,7 +245,7 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	}
 	if key == "" {
 		if !s.authRequired {
-			return caller{}, nil
+			return caller{allowOverride: true}, nil
 		}
 		return caller{}, &failure.Error{Class: failure.Authentication, Msg: "an API key is required: send Authorization: Bearer KEY or x-api-key: KEY"}
 	}
@@ -233,11 +258,12 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	}
 	if match < 0 {
 		if !s.authRequired && len(s.keys) == 0 {
-			return caller{}, nil // local use: any placeholder key the SDKs insist on is accepted
+			return caller{allowOverride: true}, nil // local use: any placeholder key the SDKs insist on is accepted
 		}
 		return caller{}, &failure.Error{Class: failure.Authentication, Msg: "the API key is not valid"}
 	}
-	return caller{key: s.keys[match].name, account: s.keys[match].account}, nil
+	k := &s.keys[match]
+	return caller{key: k.name, account: k.account, allowOverride: k.allowOverride}, nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
