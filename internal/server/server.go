@@ -169,6 +169,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	}
 	mux.HandleFunc("POST /v1/route", s.serveRoute)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("GET /v1/models/{id...}", s.serveModel)
 	mux.HandleFunc("GET /v1/generation", s.serveGeneration)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -52,3 +52,41 @@ deployments:
 		time.Sleep(20 * time.Millisecond) // the windows are published by the stats goroutine
 	}
 }
+
+// R-CIRCUIT-8: GET /v1/models/{id} shows each deployment of the model with its circuit state
+// and its uptime, which stays null until 100 requests were counted.
+func TestModelEndpointsUptime(t *testing.T) {
+	g := startTwo(t)
+	_, b := icGet(t, g.URL, "/v1/models/gpt-4o-mini")
+	if gjson.GetBytes(b, "id").String() != "gpt-4o-mini" || gjson.GetBytes(b, "endpoints.#").Int() != 2 ||
+		gjson.GetBytes(b, "endpoints.0.uptime").Type != gjson.Null || gjson.GetBytes(b, "endpoints.0.circuit").String() != "closed" {
+		t.Fatalf("before traffic: %s", b)
+	}
+	for i := 0; i < 100; i++ {
+		icCall(t, g.URL, "openai", "gpt-4o-mini", false)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, b = icGet(t, g.URL, "/v1/models/gpt-4o-mini")
+		if gjson.GetBytes(b, "endpoints.0.uptime").Float() == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uptime after 100 requests: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond) // published by the stats goroutine
+	}
+	if gjson.GetBytes(b, "endpoints.1.uptime").Type != gjson.Null {
+		t.Fatalf("the backup has no traffic but an uptime: %s", b)
+	}
+	g.Fakes["oa-primary"].SetDefault(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 503})
+	icCall(t, g.URL, "openai", "gpt-4o-mini", false)
+	icCall(t, g.URL, "openai", "gpt-4o-mini", false)
+	_, b = icGet(t, g.URL, "/v1/models/gpt-4o-mini")
+	if gjson.GetBytes(b, "endpoints.0.circuit").String() != "open" {
+		t.Fatalf("circuit after two failures: %s", b)
+	}
+	if r, _ := icGet(t, g.URL, "/v1/models/nope"); r.StatusCode != 404 {
+		t.Fatalf("unknown model: %d", r.StatusCode)
+	}
+}

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/switchyard-gw/switchyard/internal/circuit"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+)
+
+// modelEndpoint is one deployment serving a model, as GET /v1/models/{id} shows it.
+type modelEndpoint struct {
+	Deployment    string `json:"deployment"`
+	Provider      string `json:"provider"`
+	Dialect       string `json:"dialect"`
+	UpstreamModel string `json:"upstream_model"`
+	// Circuit is the worst of the deployment's circuit and its (deployment, model) circuit:
+	// closed, open or half-open.
+	Circuit string `json:"circuit"`
+	// Uptime is the success ratio over the last 24 hours with the counting rules of the circuits
+	// (upstream 429s and caller faults excluded); null until 100 requests were counted
+	// (R-CIRCUIT-8).
+	Uptime *float64 `json:"uptime"`
+}
+
+// serveModel answers GET /v1/models/{id}: the model in the caller's SDK shape plus, under
+// "endpoints", each deployment that serves it with its circuit state and uptime.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
+	codec := relay.CodecFor(surfaceOf(r))
+	rid := requestID(w)
+	if _, err := s.authenticate(r); err != nil {
+		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+		return
+	}
+	res, err := s.cat.Resolve(r.PathValue("id"))
+	if err != nil || len(res.Model.Routes) == 0 {
+		if err == nil {
+			err = &failure.Error{Class: failure.ModelUnavailable, Param: "model", Msg: "no deployment serves this model"}
+		}
+		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+		return
+	}
+	states := map[[2]string]circuit.State{}
+	for _, st := range s.circuits.States() {
+		states[[2]string{st.Deployment, st.Model}] = st.State
+	}
+	m := res.Model
+	eps := make([]modelEndpoint, 0, len(m.Routes))
+	for _, rt := range m.Routes {
+		d := rt.Deployment
+		state := states[[2]string{d.Name, ""}]
+		if ms := states[[2]string{d.Name, rt.Model}]; ms > state {
+			state = ms
+		}
+		ep := modelEndpoint{Deployment: d.Name, Provider: d.Provider, Dialect: string(d.Dialect),
+			UpstreamModel: res.UpstreamModel(rt), Circuit: state.String()}
+		if u, ok := s.stats.Uptime(d.Name, rt.Model); ok {
+			ep.Uptime = &u
+		}
+		eps = append(eps, ep)
+	}
+	var body any
+	if r.Header.Get("Anthropic-Version") != "" {
+		body = struct {
+			Type        string          `json:"type"`
+			ID          string          `json:"id"`
+			DisplayName string          `json:"display_name"`
+			CreatedAt   string          `json:"created_at"`
+			Endpoints   []modelEndpoint `json:"endpoints"`
+		}{"model", m.ID, m.ID, "1970-01-01T00:00:00Z", eps}
+	} else {
+		body = struct {
+			ID        string          `json:"id"`
+			Object    string          `json:"object"`
+			Created   int64           `json:"created"`
+			OwnedBy   string          `json:"owned_by"`
+			Endpoints []modelEndpoint `json:"endpoints"`
+		}{m.ID, "model", 0, m.Routes[0].Deployment.Provider, eps}
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
