@@ -242,7 +242,7 @@ func TestCircuitIgnoresCallerFaults(t *testing.T) {
 	}
 	t.Run("client cancellation", func(t *testing.T) {
 		t.Parallel()
-		yaml := strings.Replace(twoDeployments, "headers: 2s, stream_headers: 2s", "headers: 30s, stream_headers: 30s", 1)
+		yaml := strings.Replace(twoDeployments, "headers: 5s, stream_headers: 5s", "headers: 30s, stream_headers: 30s", 1)
 		hg := icStartHooked(t, yaml, oa("oa-primary"), oa("oa-backup"), an("an-primary"), an("an-backup"))
 		p := hg.Fakes["oa-primary"]
 		hang := fakeprovider.Behavior{Kind: fakeprovider.KindHang}

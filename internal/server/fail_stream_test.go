@@ -104,7 +104,7 @@ func countEvents(evs []sseEvent, name string) int {
 // attempts reported to their circuits, so it also orders circuit checks after the request.
 func waitGeneration(t *testing.T, g *gateway, id string) *audit.Record {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -306,7 +306,7 @@ func TestNoBytesBeforeCommit(t *testing.T) {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%t/header-timeout", s.name, stream), func(t *testing.T) {
 				t.Parallel()
-				g := startTwo(t) // deadlines 2s
+				g := startTwo(t) // deadlines 5s
 				g.Fakes[s.primary].Script(fp.Behavior{Kind: fp.KindHang})
 				c := rawClient(t, &http.Transport{ResponseHeaderTimeout: 250 * time.Millisecond})
 				resp, err := c.Do(s.newRawRequest(t.Context(), g, s.body(stream)))
@@ -526,7 +526,7 @@ func bigToolCall(ctx context.Context, g *gateway, s surface) (string, error) {
 func TestHeadersDeadlines(t *testing.T) {
 	t.Parallel()
 	t.Run("defaults", func(t *testing.T) {
-		yaml := strings.Replace(twoDeployments, "  timeouts: {headers: 2s, stream_headers: 2s, stream_idle: 2s}\n", "", 1)
+		yaml := strings.Replace(twoDeployments, "  timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}\n", "", 1)
 		yaml = strings.NewReplacer("{{oa-primary}}", "http://127.0.0.1:1/v1", "{{oa-backup}}", "http://127.0.0.1:1/v1",
 			"{{an-primary}}", "http://127.0.0.1:1", "{{an-backup}}", "http://127.0.0.1:1").Replace(yaml)
 		cfg, err := config.Parse("defaults.yaml", []byte(yaml))

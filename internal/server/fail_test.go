@@ -205,8 +205,8 @@ func requireAllClosed(t *testing.T, g *gateway) {
 
 // withTimeouts is the twoDeployments catalog with other upstream deadlines.
 func withTimeouts(headers, streamHeaders string) string {
-	return strings.Replace(twoDeployments, "timeouts: {headers: 2s, stream_headers: 2s, stream_idle: 2s}",
-		"timeouts: {headers: "+headers+", stream_headers: "+streamHeaders+", stream_idle: 2s}", 1)
+	return strings.Replace(twoDeployments, "timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}",
+		"timeouts: {headers: "+headers+", stream_headers: "+streamHeaders+", stream_idle: 5s}", 1)
 }
 
 // withFailures is yaml (a twoDeployments variant) with circuits that open after n failures.

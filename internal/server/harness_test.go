@@ -139,7 +139,7 @@ func (g *gateway) generation(t *testing.T, id string) *audit.Record {
 const twoDeployments = `
 auth: {required: false}
 routing:
-  timeouts: {headers: 2s, stream_headers: 2s, stream_idle: 2s}
+  timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}
 models:
   - id: gpt-4o-mini
     aliases: [mini]
