@@ -46,15 +46,20 @@ func cmdRoute(args []string, out io.Writer) error {
 	return printPlan(out, p, *asJSON)
 }
 
-// printPlan writes p as indented JSON or as a table: a header of model, strategy and session
-// key, the candidates in order with band, score, priority and weight, then the dropped routes.
+// printPlan writes p as indented JSON or as a table: a header of model (and dedicated
+// endpoint), strategy and session key, the candidates in order with band, score, priority and
+// weight (an endpoint's reserved deployments marked "(reserved)"), then the dropped routes.
 func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(p)
 	}
-	fmt.Fprintf(out, "model %s -> %s, strategy %s", p.Model, p.ResolvedModel, p.Strategy)
+	fmt.Fprintf(out, "model %s -> %s", p.Model, p.ResolvedModel)
+	if p.Endpoint != "" {
+		fmt.Fprintf(out, " (dedicated endpoint %s)", p.Endpoint)
+	}
+	fmt.Fprintf(out, ", strategy %s", p.Strategy)
 	if p.DegradedFrom != "" {
 		fmt.Fprintf(out, " (degraded from %s)", p.DegradedFrom)
 	}
@@ -72,7 +77,11 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 		if c.Score != nil {
 			score = strconv.FormatFloat(*c.Score, 'g', 6, 64)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, c.Deployment, c.Provider, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
+		dep := c.Deployment
+		if c.Reserved {
+			dep += " (reserved)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

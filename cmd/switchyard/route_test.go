@@ -68,3 +68,40 @@ func TestRouteCommand(t *testing.T) {
 		t.Errorf("unknown key accepted")
 	}
 }
+
+// TestRouteDedicatedEndpoint: `switchyard route` explains a dedicated endpoint (R-KEY-6): its
+// reserved deployments first, marked; without --key every endpoint is explained, with --key
+// the key's account applies (another account's endpoint is unknown to it).
+func TestRouteDedicatedEndpoint(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "sw.yaml")
+	cfg := routeConfig + `  - {name: other, secret: s2, account: other}
+endpoints:
+  - {id: acme/chat, model: chat, deployments: [vip], accounts: [acme]}
+`
+	cfg = strings.Replace(cfg, "keys:\n", `  - {name: vip, dialect: openai, base_url: "http://127.0.0.1:1/v1", reserved: true, routes: [{model: chat, price: {input: 9, output: 9}}]}
+keys:
+`, 1)
+	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := cmdRoute([]string{"--config", f, "--model", "acme/chat"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !strings.HasPrefix(lines[0], "model acme/chat -> chat (dedicated endpoint acme/chat), strategy price") ||
+		len(lines) != 5 || !strings.Contains(lines[2], "vip (reserved)") || !strings.Contains(lines[3], "cheap") {
+		t.Errorf("endpoint plan:\n%s", out.String())
+	}
+	out.Reset()
+	if err := cmdRoute([]string{"--config", f, "--model", "chat"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	_, droppedPart, _ := strings.Cut(out.String(), "dropped:\n")
+	if f := strings.Fields(droppedPart); len(f) != 3 || f[0] != "vip" || f[2] != "reserved" {
+		t.Errorf("public plan does not show vip dropped as reserved:\n%s", out.String())
+	}
+	if err := cmdRoute([]string{"--config", f, "--model", "acme/chat", "--key", "other"}, &out); err == nil || !strings.Contains(err.Error(), "not served here") {
+		t.Errorf("another account's endpoint: %v, want the unknown-model error", err)
+	}
+}

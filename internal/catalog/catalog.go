@@ -15,9 +15,12 @@ type Catalog struct {
 	Models []*Model
 	// Deployments in configuration order; each route's Deployment points into this list.
 	Deployments []*Deployment
+	// Endpoints are the dedicated endpoints (R-KEY-6) in configuration order.
+	Endpoints []*Endpoint
 
 	names       map[string]name // model id or alias -> model
 	deployments map[string]*Deployment
+	endpoints   map[string]*Endpoint
 }
 
 // name is one entry of the name table: a model id (alias false) or an alias of Model.
@@ -32,8 +35,11 @@ type name struct {
 // id and a zero Weight to 1, so a Config built in Go needs no defaults pass.
 //
 // New rejects, with every problem joined: a nil cfg, an empty or duplicate model id, alias or
-// deployment name, an alias equal to a model id, an unknown dialect, and a route whose model is
-// not a catalog model id or that its deployment already routes.
+// deployment name, an alias equal to a model id, an unknown dialect, a route whose model is
+// not a catalog model id or that its deployment already routes, and an endpoint whose id is
+// empty, duplicate or a model name, whose model is not a model id, or that lists a deployment
+// that does not exist, is not reserved or does not route the model. An endpoint's
+// PublicFallback is config's default (true) when unset.
 func New(cfg *config.Config) (*Catalog, error) {
 	if cfg == nil {
 		return nil, errors.New("catalog: nil configuration")
@@ -43,6 +49,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 		Deployments: make([]*Deployment, 0, len(cfg.Deployments)),
 		names:       make(map[string]name, 2*len(cfg.Models)),
 		deployments: make(map[string]*Deployment, len(cfg.Deployments)),
+		endpoints:   make(map[string]*Endpoint, len(cfg.Endpoints)),
 	}
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("catalog: "+format, args...)) }
@@ -99,6 +106,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 			Priority: dc.Priority,
 			Tier:     dc.Tier,
 			Region:   dc.Region,
+			Reserved: dc.Reserved,
 			Routes:   make([]*Route, 0, len(dc.Routes)),
 		}
 		if d.Provider == "" {
@@ -140,10 +148,68 @@ func New(cfg *config.Config) (*Catalog, error) {
 		c.Deployments = append(c.Deployments, d)
 		c.deployments[d.Name] = d
 	}
+	for i := range cfg.Endpoints {
+		c.addEndpoint(&cfg.Endpoints[i], fail)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// addEndpoint builds one dedicated endpoint, reporting what is wrong with it through fail.
+func (c *Catalog) addEndpoint(ec *config.Endpoint, fail func(string, ...any)) {
+	_, clash := c.names[ec.ID]
+	_, dup := c.endpoints[ec.ID]
+	switch {
+	case ec.ID == "":
+		fail("an endpoint has an empty id")
+		return
+	case clash:
+		fail("endpoint %q is a model id or alias", ec.ID)
+		return
+	case dup:
+		fail("endpoint %q is defined twice", ec.ID)
+		return
+	}
+	m := c.Model(ec.Model)
+	if m == nil {
+		fail("endpoint %q serves model %q, which is not a catalog model id", ec.ID, ec.Model)
+		return
+	}
+	e := &Endpoint{ID: ec.ID, Model: m, Accounts: append([]string(nil), ec.Accounts...), PublicFallback: ec.Fallback(),
+		Reserved: make([]*Route, 0, len(ec.Deployments))}
+	for _, name := range ec.Deployments {
+		d := c.deployments[name]
+		var rt *Route
+		if d != nil {
+			rt = d.route(m.ID)
+		}
+		switch {
+		case d == nil:
+			fail("endpoint %q lists deployment %q, which does not exist", ec.ID, name)
+		case !d.Reserved:
+			fail("endpoint %q lists deployment %q, which is not reserved", ec.ID, name)
+		case rt == nil:
+			fail("endpoint %q lists deployment %q, which does not route model %q", ec.ID, name, m.ID)
+		case e.Lists(rt):
+			fail("endpoint %q lists deployment %q twice", ec.ID, name)
+		default:
+			e.Reserved = append(e.Reserved, rt)
+		}
+	}
+	c.Endpoints = append(c.Endpoints, e)
+	c.endpoints[e.ID] = e
+}
+
+// route returns the deployment's route of model, or nil.
+func (d *Deployment) route(model string) *Route {
+	for _, r := range d.Routes {
+		if r.Model == model {
+			return r
+		}
+	}
+	return nil
 }
 
 func (d *Deployment) routes(model string) bool {
@@ -164,6 +230,10 @@ func price(p *config.Price) *Price {
 
 // Deployment returns the deployment named name, or nil when there is none.
 func (c *Catalog) Deployment(name string) *Deployment { return c.deployments[name] }
+
+// Endpoint returns the dedicated endpoint whose id is exactly id, or nil when there is none.
+// It does not check accounts (Endpoint.Allows does).
+func (c *Catalog) Endpoint(id string) *Endpoint { return c.endpoints[id] }
 
 // Model returns the model whose id is exactly id (no alias, no snapshot, case-sensitive), or
 // nil when there is none. Use Resolve for what a caller sends.

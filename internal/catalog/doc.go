@@ -14,5 +14,11 @@
 // (R-MODEL-5). ResolveSuffixed adds R-SUFFIX on a miss only: a trailing `:provider` pin
 // (which must serve the model) or `:@strategy` override is split off; two suffixes are a 400.
 //
+// Dedicated endpoints (R-KEY-6): an Endpoint `<namespace>/<name>` names a model and the
+// reserved deployments tried first for it. Resolve looks an endpoint id up whole, after model
+// ids and aliases, and sets Resolution.Endpoint; Resolution.Serves says which routes a
+// request may use (a reserved route only through an endpoint listing it); UnknownModel is the
+// 404 for an endpoint the caller's account may not use, identical to an unknown model's.
+//
 // This package does not import net/http.
 package catalog

@@ -20,6 +20,20 @@ type Resolution struct {
 	// Alias is true when the name (or the name before a snapshot suffix) is an alias: the
 	// request is routed, billed and sent upstream as the target model (R-MODEL-4).
 	Alias bool
+	// Endpoint is the dedicated endpoint the caller named (R-KEY-6), whose Model is Model;
+	// nil for a request to a model. The caller must check Endpoint.Allows: Resolve does not
+	// know the caller.
+	Endpoint *Endpoint
+}
+
+// Serves reports whether route rt of the resolved model may serve this request (R-KEY-6): a
+// public route serves a model request and, when the endpoint has PublicFallback, an endpoint
+// request; a reserved route serves only requests through an endpoint that lists it.
+func (r *Resolution) Serves(rt *Route) bool {
+	if rt.Deployment.Reserved {
+		return r.Endpoint != nil && r.Endpoint.Lists(rt)
+	}
+	return r.Endpoint == nil || r.Endpoint.PublicFallback
 }
 
 // UpstreamModel is the model id sent to the provider on route rt: rt.UpstreamModel plus
@@ -40,8 +54,12 @@ func (r Resolution) UpstreamModel(rt *Route) string {
 //
 //  1. the exact string as a model id (ids may hold '/' and ':'; case matters);
 //  2. the exact string as an alias;
-//  3. a dated snapshot: a suffix "-YYYYMMDD" or "-YYYY-MM-DD" that is a valid calendar date,
-//     after an id or an alias (looked up exactly, as in 1 and 2).
+//  3. the exact string as a dedicated endpoint id (R-KEY-6): the endpoint's model, with
+//     Resolution.Endpoint set (the caller checks Endpoint.Allows; to a caller it does not allow,
+//     answer UnknownModel(id));
+//  4. a dated snapshot: a suffix "-YYYYMMDD" or "-YYYY-MM-DD" that is a valid calendar date,
+//     after an id or an alias (looked up exactly, as in 1 and 2). Endpoint ids take no
+//     snapshot suffix.
 //
 // There is never a closest match, a default model or a substitution. A `model:provider` or
 // `model:@strategy` suffix (R-SUFFIX, R-MODEL-5) is not split off here: ResolveSuffixed does
@@ -55,6 +73,9 @@ func (c *Catalog) Resolve(id string) (Resolution, error) {
 	if n, ok := c.names[id]; ok {
 		return Resolution{Requested: id, Model: n.model, Alias: n.alias}, nil
 	}
+	if e, ok := c.endpoints[id]; ok {
+		return Resolution{Requested: id, Model: e.Model, Endpoint: e}, nil
+	}
 	if k := snapshotSuffixLen(id); k > 0 {
 		if n, ok := c.names[id[:len(id)-k]]; ok {
 			return Resolution{Requested: id, Model: n.model, Alias: n.alias, SnapshotSuffix: id[len(id)-k:]}, nil
@@ -66,7 +87,15 @@ func (c *Catalog) Resolve(id string) (Resolution, error) {
 			Msg: "the request names no model; GET /v1/models lists the available models",
 		}
 	}
-	return Resolution{}, &failure.Error{
+	return Resolution{}, UnknownModel(id)
+}
+
+// UnknownModel is the error for a model string that names nothing the caller may use: a
+// *failure.Error of class failure.ModelUnavailable (404), Param "model", quoting id (cut at
+// 256 bytes) and pointing at GET /v1/models. A dedicated endpoint the caller's account may not
+// use gets exactly this error, so its existence is not revealed (R-KEY-6).
+func UnknownModel(id string) error {
+	return &failure.Error{
 		Class: failure.ModelUnavailable, Param: "model",
 		Msg: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", clip(id, maxQuotedID)),
 	}

@@ -39,7 +39,8 @@ func ValidStrategy(s string) bool {
 //   - `model:@strategy` sets the ordering strategy; an unknown strategy name is a 400
 //     invalid_request;
 //   - `model:provider` pins the provider; a provider (deployment provider or name) that serves
-//     none of the model's routes is a 400 invalid_request naming it;
+//     none of the model's routes that may serve the request (Resolution.Serves: reserved
+//     deployments only through their endpoint) is a 400 invalid_request naming it;
 //   - both suffixes (`model:provider:@strategy` or the reverse order), or the same suffix twice,
 //     is a 400 invalid_request.
 //
@@ -79,7 +80,7 @@ func (c *Catalog) ResolveSuffixed(id string) (Resolution, Suffix, error) {
 					clip(sx.Strategy, maxQuotedID), clip(id, maxQuotedID))}
 		}
 	default:
-		if !servedBy(base.Model, sx.Pin) {
+		if !servedBy(&base, sx.Pin) {
 			return Resolution{}, Suffix{}, &failure.Error{Class: failure.InvalidRequest, Param: "model",
 				Msg: fmt.Sprintf("provider %q pinned by model %q serves no route of model %q",
 					clip(sx.Pin, maxQuotedID), clip(id, maxQuotedID), base.Model.ID)}
@@ -105,10 +106,12 @@ func setSuffix(sx *Suffix, tail string) {
 	sx.Pin = tail
 }
 
-// servedBy reports whether a deployment whose provider or name is p routes m.
-func servedBy(m *Model, p string) bool {
-	for _, rt := range m.Routes {
-		if rt.Deployment.Provider == p || rt.Deployment.Name == p {
+// servedBy reports whether a deployment whose provider or name is p has a route of the
+// resolved model that may serve the request (Resolution.Serves: a public request never pins a
+// reserved deployment).
+func servedBy(res *Resolution, p string) bool {
+	for _, rt := range res.Model.Routes {
+		if (rt.Deployment.Provider == p || rt.Deployment.Name == p) && res.Serves(rt) {
 			return true
 		}
 	}

@@ -49,7 +49,53 @@ type Deployment struct {
 	// Tier is the supply tier (official, value, ...); Region is informational.
 	Tier   string
 	Region string
-	Routes []*Route
+	// Reserved keeps the deployment out of public traffic: its routes serve only requests made
+	// through an Endpoint that lists it (R-KEY-6). They stay in Model.Routes, and plans of
+	// public requests drop them with a reason.
+	Reserved bool
+	Routes   []*Route
+}
+
+// Endpoint is a dedicated endpoint `<namespace>/<name>` (R-KEY-6): a name callers send as
+// their model to be served by reserved deployments of Model first. It never serves another
+// model.
+type Endpoint struct {
+	// ID is the endpoint's name, "<namespace>/<name>"; never a model id or alias.
+	ID string
+	// Model is the catalog model the endpoint routes and bills as; never nil.
+	Model *Model
+	// Reserved are the routes of Model on the endpoint's reserved deployments, in the order the
+	// endpoint lists them: tried first, in this order.
+	Reserved []*Route
+	// Accounts may use the endpoint; empty means every account.
+	Accounts []string
+	// PublicFallback lets a request fall back to Model's public (non-reserved) routes after
+	// the reserved ones.
+	PublicFallback bool
+}
+
+// Allows reports whether a caller of account may use the endpoint: Accounts is empty or
+// names it. To any other caller the endpoint does not exist.
+func (e *Endpoint) Allows(account string) bool {
+	if len(e.Accounts) == 0 {
+		return true
+	}
+	for _, a := range e.Accounts {
+		if a == account {
+			return true
+		}
+	}
+	return false
+}
+
+// Lists reports whether rt is one of the endpoint's reserved routes.
+func (e *Endpoint) Lists(rt *Route) bool {
+	for _, r := range e.Reserved {
+		if r == rt {
+			return true
+		}
+	}
+	return false
 }
 
 // Route is one deployment serving one catalog model.

@@ -77,6 +77,12 @@ func applyDefaults(c *Config) {
 			}
 		}
 	}
+	for i := range c.Endpoints {
+		if c.Endpoints[i].PublicFallback == nil {
+			fallback := true
+			c.Endpoints[i].PublicFallback = &fallback
+		}
+	}
 	for i := range c.Keys {
 		if c.Keys[i].Account == "" {
 			c.Keys[i].Account = DefaultAccount

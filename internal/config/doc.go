@@ -22,7 +22,10 @@
 //
 // A catalog model with no route is allowed (listed, but unavailable); so is an empty catalog.
 //
-// Requirements: the configuration side of R-MODEL (unique ids and aliases, an alias never
+// Dedicated endpoints (endpoints:, deployments[].reserved) are validated against the catalog
+// and the deployments: see Validate.
+//
+// Requirements: the configuration side of R-KEY-6 (dedicated endpoints), of R-MODEL (unique ids and aliases, an alias never
 // shadows an id), R-ORDER (strategy names, price_blend, default 3:1), R-FAIL-5 (deadlines),
 // R-CIRCUIT-7 (configurable thresholds), R-BILL-3 (model and route prices).
 package config

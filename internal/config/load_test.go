@@ -120,7 +120,7 @@ func TestExplicitZero(t *testing.T) {
 // TestProblemFiles loads files whose "# want:" comments list the problems expected on each
 // line: every problem must be wanted on its line and every want must be matched.
 func TestProblemFiles(t *testing.T) {
-	for _, name := range []string{"invalid.yaml", "decode_errors.yaml"} {
+	for _, name := range []string{"invalid.yaml", "decode_errors.yaml", "endpoints.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join("testdata", name)
 			data := mustRead(t, path)
@@ -229,6 +229,8 @@ func TestValidateAllowed(t *testing.T) {
 		{"ids with / and :", "models:\n- {id: meta/llama3.1:70b, aliases: [\"llama:70b\"]}\n- {id: \"bedrock/anthropic.claude-v2:0\"}\n"},
 		{"listen on any port", "server: {listen: \"127.0.0.1:0\"}\n"},
 		{"ipv6 listen", "server: {listen: \"[::1]:8080\"}\n"},
+		{"endpoint", "models: [{id: m}]\ndeployments:\n- {name: r, dialect: openai, base_url: \"http://h/v1\", reserved: true, routes: [{model: m}]}\nendpoints:\n- {id: acme/m, model: m, deployments: [r], accounts: [acme], public_fallback: false}\n"},
+		{"endpoint without reserved deployments", "models: [{id: m}]\nendpoints:\n- {id: acme/m, model: m}\n"},
 		{"merge keys", "deployments:\n- &base {name: a, dialect: openai, base_url: \"http://h/v1\"}\n- <<: *base\n  name: b\n"},
 	}
 	for _, tt := range tests {
@@ -277,6 +279,25 @@ func TestProblemError(t *testing.T) {
 		if got := tt.p.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestEndpointDefaults: an endpoint's public_fallback defaults to true (R-KEY-6); an explicit
+// false is kept.
+func TestEndpointDefaults(t *testing.T) {
+	src := "auth: {required: false}\nmodels: [{id: m}]\n" +
+		"deployments:\n- {name: r, dialect: openai, base_url: \"http://h/v1\", reserved: true, routes: [{model: m}]}\n" +
+		"- {name: p, dialect: openai, base_url: \"http://h/v1\", routes: [{model: m}]}\n" +
+		"endpoints:\n- {id: a/m, model: m}\n- {id: b/m, model: m, deployments: [r], public_fallback: false}\n"
+	c, err := parse("e.yaml", []byte(src), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Endpoints[0].Fallback() || c.Endpoints[0].PublicFallback == nil || c.Endpoints[1].Fallback() {
+		t.Errorf("public_fallback: %v, %v; want true (default), false", c.Endpoints[0].Fallback(), c.Endpoints[1].Fallback())
+	}
+	if c.Deployments[0].Reserved != true || c.Deployments[1].Reserved {
+		t.Errorf("reserved: %+v", c.Deployments)
 	}
 }
 

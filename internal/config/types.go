@@ -11,9 +11,12 @@ type Config struct {
 	Routing     Routing      `yaml:"routing"`
 	Models      []Model      `yaml:"models"`
 	Deployments []Deployment `yaml:"deployments"`
-	Keys        []Key        `yaml:"keys"`
-	Admin       Admin        `yaml:"admin"`
-	Auth        Auth         `yaml:"auth"`
+	// Endpoints are the dedicated endpoints (R-KEY-6): names a caller sends as its model to
+	// use a model's reserved deployments first.
+	Endpoints []Endpoint `yaml:"endpoints"`
+	Keys      []Key      `yaml:"keys"`
+	Admin     Admin      `yaml:"admin"`
+	Auth      Auth       `yaml:"auth"`
 
 	// File is the path the configuration was read from ("" for built-in defaults). Not in YAML.
 	File string `yaml:"-"`
@@ -99,16 +102,41 @@ type Model struct {
 
 // Deployment is one provider endpoint.
 type Deployment struct {
-	Name     string  `yaml:"name"`
-	Provider string  `yaml:"provider"` // defaults to Name
-	Dialect  string  `yaml:"dialect"`  // openai | anthropic
-	BaseURL  string  `yaml:"base_url"`
-	APIKey   string  `yaml:"api_key"`
-	Priority int     `yaml:"priority"`
-	Tier     string  `yaml:"tier"`
-	Region   string  `yaml:"region"`
+	Name     string `yaml:"name"`
+	Provider string `yaml:"provider"` // defaults to Name
+	Dialect  string `yaml:"dialect"`  // openai | anthropic
+	BaseURL  string `yaml:"base_url"`
+	APIKey   string `yaml:"api_key"`
+	Priority int    `yaml:"priority"`
+	Tier     string `yaml:"tier"`
+	Region   string `yaml:"region"`
+	// Reserved keeps the deployment out of public traffic: it serves only requests made
+	// through a dedicated endpoint that lists it (R-KEY-6). Default false.
+	Reserved bool    `yaml:"reserved"`
 	Routes   []Route `yaml:"routes"`
 }
+
+// Endpoint is a dedicated endpoint (R-KEY-6): a caller who sends ID as its model is served by
+// the reserved Deployments first, in the order listed, then (PublicFallback) by the public
+// deployments of Model. The request is billed and routed as Model, never another model.
+type Endpoint struct {
+	// ID is "<namespace>/<name>", e.g. "acme/chat"; it must not equal a model id or alias.
+	ID string `yaml:"id"`
+	// Model is the catalog model id the endpoint serves (not an alias).
+	Model string `yaml:"model"`
+	// Deployments are the reserved deployments (reserved: true) tried first, in this order;
+	// each must route Model.
+	Deployments []string `yaml:"deployments"`
+	// Accounts are the accounts whose keys may use the endpoint; empty means every account.
+	// To any other caller the endpoint does not exist (404 model_unavailable).
+	Accounts []string `yaml:"accounts"`
+	// PublicFallback, after defaults never nil, lets the request fall back to the public
+	// (non-reserved) deployments of Model after the reserved ones. Default true.
+	PublicFallback *bool `yaml:"public_fallback"`
+}
+
+// Fallback reports public_fallback after defaults (true when unset).
+func (e *Endpoint) Fallback() bool { return e.PublicFallback == nil || *e.PublicFallback }
 
 // Route is a deployment serving a catalog model.
 type Route struct {

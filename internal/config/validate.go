@@ -40,6 +40,12 @@ func validStrategy(s string) bool {
 //     priority; a route whose model is not a catalog model id (an alias is named as such), or
 //     that the deployment already routes; negative price or context_window; weight <= 0.
 //   - keys: an empty or duplicate name; while auth is required, an empty or duplicate secret.
+//   - endpoints (R-KEY-6): an id that is not "<namespace>/<name>" (each part non-empty, of
+//     [A-Za-z0-9._-]), that is defined twice or that equals a model id or alias; a model that is
+//     not a catalog model id; a listed deployment that does not exist, is not reserved, does not
+//     route the model or is listed twice; an empty account; no deployments while
+//     public_fallback is false (the endpoint could serve nothing). A deployment marked reserved
+//     that no endpoint lists is a problem too (it could serve nothing).
 //
 // A catalog model that no deployment routes is allowed (it is listed but every request for it
 // fails as unavailable; BYOK connections may serve it). An empty catalog is allowed. Messages
@@ -51,6 +57,7 @@ func (c *Config) Validate() error {
 	v.routing(&c.Routing)
 	ids := v.models(c.Models)
 	v.deployments(c.Deployments, ids)
+	v.endpoints(c.Endpoints, c.Deployments, ids)
 	v.keys(c.Keys, c.AuthRequired())
 	return errors.Join(v.problems...)
 }
@@ -267,6 +274,100 @@ func (v *validator) route(p string, r *Route, names map[string]bool, routed map[
 	v.nonNegativeInt(p+".context_window", r.ContextWindow)
 }
 
+// endpoints checks the dedicated endpoints against the catalog names and the deployments.
+func (v *validator) endpoints(eps []Endpoint, ds []Deployment, names map[string]bool) {
+	deps := make(map[string]*Deployment, len(ds))
+	for i := range ds {
+		if _, dup := deps[ds[i].Name]; !dup {
+			deps[ds[i].Name] = &ds[i]
+		}
+	}
+	listed := make(map[string]bool)
+	seen := make(map[string]string, len(eps))
+	for i := range eps {
+		e := &eps[i]
+		p := fmt.Sprintf("endpoints[%d]", i)
+		if v.endpointID(p+".id", e.ID) {
+			isID, clash := names[e.ID]
+			prev, dup := seen[e.ID]
+			switch {
+			case clash && isID:
+				v.add(p+".id", "endpoint %q is already a model id", e.ID)
+			case clash:
+				v.add(p+".id", "endpoint %q is already a model alias", e.ID)
+			case dup:
+				v.add(p+".id", "endpoint %q is already defined at %s", e.ID, v.at(prev))
+			default:
+				seen[e.ID] = p + ".id"
+			}
+		}
+		isID, known := names[e.Model]
+		switch {
+		case e.Model == "":
+			v.add(p+".model", "is empty")
+		case !known:
+			v.add(p+".model", "model %q is not in the catalog (models:)", e.Model)
+		case !isID:
+			v.add(p+".model", "%q is an alias; an endpoint names the model id it serves", e.Model)
+		}
+		inList := make(map[string]string, len(e.Deployments))
+		for j, name := range e.Deployments {
+			dp := fmt.Sprintf("%s.deployments[%d]", p, j)
+			d, ok := deps[name]
+			if prev, dup := inList[name]; dup {
+				v.add(dp, "deployment %q is already listed at %s", name, v.at(prev))
+				continue
+			}
+			inList[name] = dp
+			switch {
+			case name == "":
+				v.add(dp, "is empty")
+			case !ok:
+				v.add(dp, "no deployment is named %q (deployments:)", name)
+			case !d.Reserved:
+				v.add(dp, "deployment %q is not reserved: mark it reserved: true (a public deployment already serves every caller)", name)
+			case known && isID && !routes(d, e.Model):
+				listed[name] = true // reported here, not again as unlisted
+				v.add(dp, "deployment %q has no route for model %q", name, e.Model)
+			default:
+				listed[name] = true
+			}
+		}
+		for j, a := range e.Accounts {
+			if a == "" {
+				v.add(fmt.Sprintf("%s.accounts[%d]", p, j), "is empty")
+			}
+		}
+		if len(e.Deployments) == 0 && !e.Fallback() {
+			v.add(p, "lists no deployments and public_fallback is false: it could serve nothing")
+		}
+	}
+	for i := range ds {
+		if ds[i].Reserved && !listed[ds[i].Name] {
+			v.add(fmt.Sprintf("deployments[%d].reserved", i), "deployment %q is reserved but no endpoint lists it (endpoints:)", ds[i].Name)
+		}
+	}
+}
+
+// endpointID checks a dedicated endpoint id: "<namespace>/<name>", each part a token.
+func (v *validator) endpointID(path, s string) bool {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || !isToken(ns) || !isToken(name) {
+		v.add(path, "%q is not <namespace>/<name> (each part non-empty, of letters, digits, '.', '_' and '-')", s)
+		return false
+	}
+	return true
+}
+
+func routes(d *Deployment, model string) bool {
+	for _, r := range d.Routes {
+		if r.Model == model {
+			return true
+		}
+	}
+	return false
+}
+
 // token checks a deployment name or provider id: non-empty, [A-Za-z0-9._-] only, since it
 // appears in `model:provider` pins, provider.order lists and response headers.
 func (v *validator) token(path, s string) bool {
@@ -274,14 +375,22 @@ func (v *validator) token(path, s string) bool {
 		v.add(path, "is empty")
 		return false
 	}
+	if !isToken(s) {
+		v.add(path, "%q may hold only letters, digits, '.', '_' and '-'", s)
+		return false
+	}
+	return true
+}
+
+// isToken reports whether s is non-empty and of [A-Za-z0-9._-] only.
+func isToken(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			v.add(path, "%q may hold only letters, digits, '.', '_' and '-'", s)
 			return false
 		}
 	}
-	return true
+	return s != ""
 }
 
 func (v *validator) keys(keys []Key, authRequired bool) {

@@ -10,7 +10,14 @@ import (
 
 // Reasons a route is dropped from the pool, as shown in plans. A route carries the reason of the
 // first filter it fails, in the order of R-ADMIT: pin, only, ignore, context, protocol, circuit.
+// Before those, a reserved route that the request may not use (R-KEY-6) is dropped as
+// ReasonReserved, and a public route of an endpoint without public fallback as
+// ReasonNoPublicFallback: neither belongs to the request's pool at all, so neither names the
+// constraint that emptied it.
 const (
+	ReasonReserved         = "reserved"            // a reserved deployment, and the request is not through an endpoint listing it (R-KEY-6)
+	ReasonNoPublicFallback = "public fallback off" // a public deployment, and the request's endpoint has public_fallback false (R-KEY-6)
+
 	ReasonPin         = "not the pinned provider"  // a `model:provider` pin names another provider (R-SUFFIX-1)
 	ReasonOnly        = "not in provider.only"     // provider.only does not name it (R-ORDER-6)
 	ReasonIgnore      = "in provider.ignore"       // provider.ignore names it (R-ORDER-6)
@@ -39,33 +46,60 @@ func rank(reason string) int {
 	return 0
 }
 
-// admit runs the admission filters over the model's routes in catalog order: admitted routes
-// are appended to p.Candidates (their metric still unset), the others to p.Dropped.
+// publicRank is Candidate.rsv of a public route: after every reserved route.
+const publicRank = 1 << 30
+
+// admit runs the admission filters over the request's routes: for a dedicated endpoint
+// (R-KEY-6) its reserved routes first, in the endpoint's order, then the model's routes in
+// catalog order, where reserved routes the request may not use and, for an endpoint without
+// public fallback, public routes are dropped without further checks. Admitted routes are
+// appended to p.Candidates (their metric still unset), the others to p.Dropped.
 func admit(p *Plan, m *catalog.Model, in *Input, h Health) {
-	pr := &in.Prefs
-	for _, rt := range m.Routes {
-		dep := rt.Deployment
-		reason := ""
-		switch {
-		case pr.Pin != "" && !matches(pr.Pin, dep):
-			reason = ReasonPin
-		case len(pr.Only) > 0 && index(pr.Only, dep) < 0:
-			reason = ReasonOnly
-		case len(pr.Ignore) > 0 && index(pr.Ignore, dep) >= 0:
-			reason = ReasonIgnore
-		case !fits(in.InputTokens, rt, m):
-			reason = ReasonContext
-		case !dep.Supports(in.Protocol):
-			reason = ReasonProtocol
-		case h != nil && h.Open(dep.Provider, dep.Name, rt.Model):
-			reason = ReasonCircuitOpen
+	e := in.Resolution.Endpoint
+	if e != nil {
+		for i, rt := range e.Reserved {
+			admitRoute(p, rt, m, in, h, int32(i))
 		}
-		if reason != "" {
-			p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: reason})
-			continue
-		}
-		p.Candidates = append(p.Candidates, Candidate{Route: rt})
 	}
+	for _, rt := range m.Routes {
+		switch {
+		case rt.Deployment.Reserved && e != nil && e.Lists(rt):
+			continue // admitted above, in the endpoint's order
+		case rt.Deployment.Reserved:
+			p.Dropped = append(p.Dropped, Dropped{Deployment: rt.Deployment.Name, Model: rt.Model, Reason: ReasonReserved})
+		case e != nil && !e.PublicFallback:
+			p.Dropped = append(p.Dropped, Dropped{Deployment: rt.Deployment.Name, Model: rt.Model, Reason: ReasonNoPublicFallback})
+		default:
+			admitRoute(p, rt, m, in, h, publicRank)
+		}
+	}
+}
+
+// admitRoute runs the admission filters of R-ADMIT over one route; rsv is the candidate's
+// reserved rank (its index in the endpoint, or publicRank).
+func admitRoute(p *Plan, rt *catalog.Route, m *catalog.Model, in *Input, h Health, rsv int32) {
+	pr := &in.Prefs
+	dep := rt.Deployment
+	reason := ""
+	switch {
+	case pr.Pin != "" && !matches(pr.Pin, dep):
+		reason = ReasonPin
+	case len(pr.Only) > 0 && index(pr.Only, dep) < 0:
+		reason = ReasonOnly
+	case len(pr.Ignore) > 0 && index(pr.Ignore, dep) >= 0:
+		reason = ReasonIgnore
+	case !fits(in.InputTokens, rt, m):
+		reason = ReasonContext
+	case !dep.Supports(in.Protocol):
+		reason = ReasonProtocol
+	case h != nil && h.Open(dep.Provider, dep.Name, rt.Model):
+		reason = ReasonCircuitOpen
+	}
+	if reason != "" {
+		p.Dropped = append(p.Dropped, Dropped{Deployment: dep.Name, Model: rt.Model, Reason: reason})
+		return
+	}
+	p.Candidates = append(p.Candidates, Candidate{Route: rt, rsv: rsv})
 }
 
 // fits reports whether an input of n tokens fits the route's context window (the route's own,
@@ -101,7 +135,8 @@ func index(names []string, d *catalog.Deployment) int {
 //   - the protocol: 400 invalid_request, no deployment serves this endpoint;
 //   - context fit: 400 context_overflow;
 //   - provider.ignore, provider.only or the pin: 400 invalid_request naming it;
-//   - a model without routes: 400 invalid_request.
+//   - a model without routes, or none the request may use (reserved routes of a public
+//     request, public routes of an endpoint without public fallback): 400 invalid_request.
 //
 // An unknown strategy is a 400 invalid_request whatever the pool. The pool is never silently
 // widened. Refusal returns nil when the plan has candidates.

@@ -10,10 +10,14 @@
 //     (R-ORDER-6), context fit (R-ADMIT-4), the protocol (R-ADMIT-5), the circuit (R-ADMIT-7) —
 //     and a route failing one lands in Plan.Dropped with the reason of the first it fails.
 //     R-ADMIT-1 (the key's allowlist) and R-ADMIT-3 (tier scope) are checked by the caller
-//     before planning. An empty pool is never widened: [Plan.Refusal] names the constraint that
-//     emptied it.
-//   - Ordering (strategy.go, band.go, affinity.go, R-ORDER-1..6): provider.order groups first,
-//     then a preferred-provider split, then inside each group the strategy's metric (price.go,
+//     before planning. Dedicated endpoints (R-KEY-6): a request through an endpoint admits its
+//     reserved routes first, then (public fallback) the model's public routes; every other
+//     reserved route is dropped as ReasonReserved, and public routes of an endpoint without
+//     public fallback as ReasonNoPublicFallback. An empty pool is never widened:
+//     [Plan.Refusal] names the constraint that emptied it.
+//   - Ordering (strategy.go, band.go, affinity.go, R-ORDER-1..6): an endpoint's reserved routes
+//     first, in its order, one band each (R-KEY-6); then provider.order groups, then a
+//     preferred-provider split, then inside each group the strategy's metric (price.go,
 //     metrics.go), tie bands with the tolerances of R-ORDER-3, and inside a band ascending
 //     deployment priority then a weighted random order seeded by the session key (R-ORDER-5).
 //

@@ -15,12 +15,14 @@ type candidateJSON struct {
 	Weight        float64  `json:"weight"`
 	Band          int      `json:"band"`
 	Score         *float64 `json:"score"` // null when NaN
+	Reserved      bool     `json:"reserved,omitempty"`
 }
 
 // planJSON is the body of POST /v1/route (contract.md).
 type planJSON struct {
 	Model        string      `json:"model"`
 	Resolved     string      `json:"resolved_model"`
+	Endpoint     string      `json:"endpoint,omitempty"`
 	Strategy     string      `json:"strategy"`
 	DegradedFrom string      `json:"degraded_from,omitempty"`
 	SessionKey   string      `json:"session_key"`
@@ -31,9 +33,9 @@ type planJSON struct {
 
 // MarshalJSON encodes the candidate as contract.md's POST /v1/route shows it: deployment,
 // provider, model, upstream_model, priority, weight, band and score, the score null when it is
-// NaN (JSON has no NaN). A candidate without a route encodes its band, weight and score only.
+// NaN (JSON has no NaN), and reserved: true for a dedicated endpoint's reserved route. A candidate without a route encodes its band, weight and score only.
 func (c Candidate) MarshalJSON() ([]byte, error) {
-	v := candidateJSON{Weight: c.Weight, Band: c.Band}
+	v := candidateJSON{Weight: c.Weight, Band: c.Band, Reserved: c.Reserved}
 	if !math.IsNaN(c.Score) && !math.IsInf(c.Score, 0) {
 		s := c.Score
 		v.Score = &s
@@ -48,10 +50,10 @@ func (c Candidate) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON encodes the plan as the body of POST /v1/route (contract.md): model,
-// resolved_model, strategy, degraded_from (when degraded), session_key, attempt_limit (when
+// resolved_model, endpoint (for a dedicated endpoint), strategy, degraded_from (when degraded), session_key, attempt_limit (when
 // set), candidates in order and dropped routes with reasons; empty lists encode as [].
 func (p Plan) MarshalJSON() ([]byte, error) {
-	v := planJSON{Model: p.Model, Resolved: p.Resolved, Strategy: p.Strategy, DegradedFrom: p.DegradedFrom,
+	v := planJSON{Model: p.Model, Resolved: p.Resolved, Endpoint: p.Endpoint, Strategy: p.Strategy, DegradedFrom: p.DegradedFrom,
 		SessionKey: p.SessionKey, AttemptLimit: p.AttemptLimit, Candidates: p.Candidates, Dropped: p.Dropped}
 	if v.Candidates == nil {
 		v.Candidates = []Candidate{}

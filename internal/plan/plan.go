@@ -45,11 +45,15 @@ type Candidate struct {
 	Band int
 	// Weight is the route's weight among equals (catalog.Route.Weight).
 	Weight float64
+	// Reserved is true for a reserved route of the request's dedicated endpoint (R-KEY-6):
+	// such routes come first, in the endpoint's order, one band each.
+	Reserved bool
 
 	key    float64 // ascending sort key of the metric (imputed when missing)
 	metric float64 // the metric used for banding (imputed when missing)
 	draw   float64 // -ln(u)/weight: the weighted random order inside a band (affinity.go)
 	group  int32   // provider.order index, then preferred, then the rest
+	rsv    int32   // reserved rank: index in the endpoint's reserved routes, publicRank for a public route (R-KEY-6)
 	nokey  bool    // no metric at all (unpriced): after every route that has one
 }
 
@@ -65,6 +69,8 @@ type Dropped struct {
 type Plan struct {
 	Model    string // the caller's model string
 	Resolved string // the catalog model id
+	// Endpoint is the dedicated endpoint the caller named (R-KEY-6); "" for a model request.
+	Endpoint string
 	// Strategy is the strategy that ordered the pool; "balanced" when the requested one had no
 	// measurements, which DegradedFrom then names (R-ORDER-4).
 	Strategy     string
@@ -131,7 +137,9 @@ type Preferences struct {
 // Build fills p (reusing its slices, so a Plan reused across requests allocates nothing once
 // grown) with the plan for in. Admission drops routes with a reason (see the package doc);
 // the rest are ordered by provider.order, the preferred split, then the strategy with its tie
-// bands and the session's weighted random order. An unknown strategy leaves the plan empty,
+// bands and the session's weighted random order. For a dedicated endpoint
+// (in.Resolution.Endpoint, R-KEY-6) the admitted reserved routes come before all of that, in
+// the endpoint's order, one band each. An unknown strategy leaves the plan empty,
 // and Refusal reports it. Build never fails otherwise: check Refusal for an empty pool.
 func Build(p *Plan, in Input, h Health) {
 	m := in.Resolution.Model
@@ -153,6 +161,9 @@ func Build(p *Plan, in Input, h Health) {
 		return
 	}
 	p.Resolved = m.ID
+	if e := in.Resolution.Endpoint; e != nil {
+		p.Endpoint = e.ID
+	}
 	admit(p, m, &in, h)
 	if len(p.Candidates) == 0 {
 		return
@@ -163,7 +174,7 @@ func Build(p *Plan, in Input, h Health) {
 	seed := seedOf(in.SessionKey)
 	for i := range p.Candidates {
 		c := &p.Candidates[i]
-		c.Weight = c.Route.Weight
+		c.Weight, c.Reserved = c.Route.Weight, c.rsv != publicRank
 		c.draw = drawKey(seed, c.Route)
 	}
 	group(p.Candidates, &in.Prefs)

@@ -114,6 +114,9 @@ type modelLists struct {
 	openai, anthropic []byte
 }
 
+// buildModelLists lists the catalog models that some public (non-reserved) deployment serves.
+// Dedicated endpoints are not listed, to any caller (R-KEY-6; docs/routing.md): the list is
+// one precomputed body, and an endpoint is a name its users are told, not discovered.
 func buildModelLists(cat *catalog.Catalog) modelLists {
 	type oaModel struct {
 		ID      string `json:"id"`
@@ -130,10 +133,11 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 	var oa []oaModel
 	var an []anModel
 	for _, m := range cat.Models {
-		if len(m.Routes) == 0 {
+		pub := firstPublic(m)
+		if pub == nil {
 			continue
 		}
-		owner := m.Routes[0].Deployment.Provider
+		owner := pub.Deployment.Provider
 		oa = append(oa, oaModel{ID: m.ID, Object: "model", OwnedBy: owner})
 		an = append(an, anModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: "1970-01-01T00:00:00Z"})
 	}
@@ -148,6 +152,16 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 	}
 	l.anthropic, _ = json.Marshal(map[string]any{"data": an, "has_more": false, "first_id": first, "last_id": last})
 	return l
+}
+
+// firstPublic returns the model's first public (non-reserved) route, or nil when it has none.
+func firstPublic(m *catalog.Model) *catalog.Route {
+	for _, rt := range m.Routes {
+		if !rt.Deployment.Reserved {
+			return rt
+		}
+	}
+	return nil
 }
 
 // serveModels answers GET /v1/models in the OpenAI shape, or the Anthropic shape when the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/relay"
@@ -25,7 +26,9 @@ type modelEndpoint struct {
 }
 
 // serveModel answers GET /v1/models/{id}: the model in the caller's SDK shape plus, under
-// "endpoints", each deployment that serves it with its circuit state and uptime.
+// "endpoints", each public deployment that serves it with its circuit state and uptime.
+// Reserved deployments are not shown and a dedicated endpoint id is a 404, as in the list
+// (R-KEY-6).
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 	codec := relay.CodecFor(surfaceOf(r))
 	rid := requestID(w)
@@ -34,7 +37,10 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.cat.Resolve(r.PathValue("id"))
-	if err != nil || len(res.Model.Routes) == 0 {
+	if err == nil && res.Endpoint != nil {
+		err = catalog.UnknownModel(res.Requested)
+	}
+	if err != nil || firstPublic(res.Model) == nil {
 		if err == nil {
 			err = &failure.Error{Class: failure.ModelUnavailable, Param: "model", Msg: "no deployment serves this model"}
 		}
@@ -49,6 +55,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 	eps := make([]modelEndpoint, 0, len(m.Routes))
 	for _, rt := range m.Routes {
 		d := rt.Deployment
+		if d.Reserved {
+			continue
+		}
 		state := states[[2]string{d.Name, ""}]
 		if ms := states[[2]string{d.Name, rt.Model}]; ms > state {
 			state = ms
@@ -76,7 +85,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 			Created   int64           `json:"created"`
 			OwnedBy   string          `json:"owned_by"`
 			Endpoints []modelEndpoint `json:"endpoints"`
-		}{m.ID, "model", 0, m.Routes[0].Deployment.Provider, eps}
+		}{m.ID, "model", 0, firstPublic(m).Deployment.Provider, eps}
 	}
 	b, _ := json.Marshal(body)
 	w.Header().Set("Content-Type", "application/json")

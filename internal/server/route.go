@@ -22,7 +22,10 @@ import (
 type RoutePlan struct {
 	Model         string `json:"model"`          // the caller's model string, suffix included
 	ResolvedModel string `json:"resolved_model"` // the catalog model id
-	Strategy      string `json:"strategy"`
+	// Endpoint is the dedicated endpoint the model string named (R-KEY-6); "" (omitted) for a
+	// model. Its reserved candidates come first, marked reserved.
+	Endpoint string `json:"endpoint,omitempty"`
+	Strategy string `json:"strategy"`
 	// DegradedFrom is the requested strategy when it had no measurements and the plan fell
 	// back to balanced (R-ORDER-4); "" otherwise.
 	DegradedFrom string `json:"degraded_from,omitempty"`
@@ -49,12 +52,14 @@ type RouteCandidate struct {
 	// Score is the strategy's metric (USD per million tokens, ms to first token, tokens per
 	// second or success ratio); null when the route has none.
 	Score *float64 `json:"score"`
+	// Reserved marks a reserved deployment of the request's dedicated endpoint (R-KEY-6).
+	Reserved bool `json:"reserved,omitempty"`
 }
 
 // routePlan renders the plans of a routed request (cs.plan, then cs.fallbacks).
 func routePlan(cs *callState, pr *prepared) *RoutePlan {
 	p := &cs.plan
-	out := &RoutePlan{Model: pr.res.Requested, ResolvedModel: pr.res.Model.ID, Strategy: p.Strategy,
+	out := &RoutePlan{Model: pr.res.Requested, ResolvedModel: pr.res.Model.ID, Endpoint: p.Endpoint, Strategy: p.Strategy,
 		DegradedFrom: p.DegradedFrom, SessionKey: p.SessionKey, AttemptLimit: pr.attemptLimit,
 		Candidates: []RouteCandidate{}, Dropped: []plan.Dropped{}}
 	if p.AttemptLimit > 0 && (out.AttemptLimit == 0 || p.AttemptLimit < out.AttemptLimit) {
@@ -66,7 +71,7 @@ func routePlan(cs *callState, pr *prepared) *RoutePlan {
 		for _, c := range p.Candidates {
 			rc := RouteCandidate{Deployment: c.Route.Deployment.Name, Provider: c.Route.Deployment.Provider,
 				Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
-				Weight: c.Route.Weight, Band: band + c.Band}
+				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved}
 			if !math.IsNaN(c.Score) {
 				sc := c.Score
 				rc.Score = &sc
@@ -149,8 +154,9 @@ func (s *Server) explain(cs *callState, who caller, body []byte) (*RoutePlan, er
 
 // Explain returns the plan of body (a POST /v1/route body) for a gateway built from cfg and
 // cat that has served nothing yet (every circuit closed, no measurements): what
-// `switchyard route` prints. key names a configured key whose allow_request_override applies;
-// "" is an anonymous caller, who may override the strategy. The error is the *failure.Error a
+// `switchyard route` prints. key names a configured key whose allow_request_override and
+// account apply; "" is the operator: it may override the strategy and use every dedicated
+// endpoint whatever its accounts. The error is the *failure.Error a
 // request would get (an unknown model, an empty pool, ...) or an unknown key name.
 func Explain(cfg *config.Config, cat *catalog.Catalog, key string, body []byte) (*RoutePlan, error) {
 	s := &Server{cat: cat, strategy: cfg.Routing.Strategy, attemptLimit: max(cfg.Routing.AttemptLimit, 0),
@@ -159,7 +165,7 @@ func Explain(cfg *config.Config, cat *catalog.Catalog, key string, body []byte) 
 		messages: &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)}}
 	cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D()}
 	s.circuits = circuit.NewSet(cs, cs)
-	who := caller{allowOverride: true}
+	who := caller{allowOverride: true, anyEndpoint: true}
 	if key != "" {
 		found := false
 		for _, k := range cfg.Keys {

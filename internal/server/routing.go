@@ -313,6 +313,12 @@ func isConsumed(k string) bool {
 	return false
 }
 
+// hidden reports whether id names a dedicated endpoint that the caller may not use.
+func (s *Server) hidden(id string, who caller) bool {
+	e := s.cat.Endpoint(id)
+	return e != nil && !who.mayUse(e)
+}
+
 // prepared is one model call routed: the body to forward, what the surface parser read, and
 // the plans of the requested model and of its fallbacks, in the order they are tried.
 type prepared struct {
@@ -324,7 +330,9 @@ type prepared struct {
 }
 
 // route is the request path's routing half, shared by model calls and POST /v1/route so that
-// the plan explained is the plan used: parse, resolve with suffixes (R-SUFFIX, R-MODEL-5), the
+// the plan explained is the plan used: parse, resolve with suffixes (R-SUFFIX, R-MODEL-5) and
+// dedicated endpoints (R-KEY-6: one the caller's account may not use is a 404 as for an
+// unknown model), the
 // override lock (R-SUFFIX-2), the hints (R-ORDER-5/6, R-ADMIT-4, R-FAIL-8), the body cut, and
 // one plan per model into cs.plan and cs.fallbacks. info is filled as far as it was read, also
 // on error (the audit wants the model and stream flag).
@@ -333,6 +341,11 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	pr.info = info
 	if err != nil {
 		return err
+	}
+	// A dedicated endpoint the caller may not use does not exist for it (R-KEY-6): answered
+	// before suffix parsing, so no suffix error reveals it. Endpoint ids hold no ':'.
+	if id, _, _ := strings.Cut(info.Model, ":"); s.hidden(id, who) {
+		return catalog.UnknownModel(info.Model)
 	}
 	res, sx, err := s.cat.ResolveSuffixed(info.Model)
 	if err != nil {
@@ -388,6 +401,9 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 			continue
 		}
 		fres, err := s.cat.Resolve(id)
+		if err == nil && s.hidden(id, who) {
+			err = catalog.UnknownModel(id)
+		}
 		if err != nil {
 			fe := *failure.From(err)
 			fe.Param = "models"

@@ -3,8 +3,9 @@
 // Anthropic messages, models, generation, health, metrics, POST /v1/route). serveModelCall is
 // the whole request path, top to bottom, for every surface that calls a model; its routing half
 // (routing.go: suffixes R-SUFFIX, provider preferences R-ORDER-6, session key R-ORDER-5, the
-// context-fit estimate R-ADMIT-4, model fallbacks R-FAIL-8, attempt limit R-FAIL-10) is shared
-// with POST /v1/route and Explain (R-ORDER-8), so the plan explained is the plan run.
+// context-fit estimate R-ADMIT-4, model fallbacks R-FAIL-8, attempt limit R-FAIL-10, dedicated
+// endpoints and their accounts R-KEY-6) is shared with POST /v1/route and Explain (R-ORDER-8),
+// so the plan explained is the plan run.
 package server
 
 import (
@@ -105,7 +106,15 @@ type caller struct {
 	// allowOverride lets the request set the routing strategy (R-SUFFIX-2): the key's
 	// allow_request_override; always true for an anonymous caller (auth.required false).
 	allowOverride bool
+	// anyEndpoint lets the caller use every dedicated endpoint whatever its accounts: only
+	// Explain without a key (the operator's `switchyard route`).
+	anyEndpoint bool
 }
+
+// mayUse reports whether the caller may use dedicated endpoint e (R-KEY-6): its account is
+// allowed. An anonymous caller has no account, so it may use only endpoints open to every
+// account.
+func (c caller) mayUse(e *catalog.Endpoint) bool { return c.anyEndpoint || e.Allows(c.account) }
 
 // New builds a server from a validated configuration and its catalog.
 func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
