@@ -1,7 +1,10 @@
 package dialect
 
 import (
+	"strconv"
+
 	"bytes"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -75,35 +78,6 @@ func View(b []byte) string {
 // Get looks path up in json without copying (see View).
 func Get(json []byte, path string) gjson.Result { return gjson.Get(View(json), path) }
 
-// AppendJSONString appends s as a JSON string literal.
-func AppendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c < 0x20:
-			switch c {
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-		case c == '<' || c == '>' || c == '&':
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
-}
-
 // SpliceString appends json with the raw value at [start,end) replaced by the JSON string s.
 func SpliceString(dst, json []byte, start, end int, s string) []byte {
 	dst = append(dst, json[:start]...)
@@ -168,4 +142,22 @@ func ScanObject(obj gjson.Result, visit func(key string, v gjson.Result)) (dup s
 		return true
 	})
 	return dup
+}
+
+// ScanBody checks that body is one JSON object with no duplicate member names, calling visit
+// for each member in one pass. Errors are *failure.Error invalid_request (the body is not JSON,
+// not an object, or repeats a key, which would let a caller route on one `model` and be served
+// another).
+func ScanBody(body []byte, visit func(key string, v gjson.Result)) error {
+	if !gjson.ValidBytes(body) {
+		return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	}
+	root := gjson.Parse(View(body))
+	if !root.IsObject() {
+		return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
+	}
+	if dup := ScanObject(root, visit); dup != "" {
+		return &failure.Error{Class: failure.InvalidRequest, Param: dup, Msg: "the request body has the key " + strconv.Quote(dup) + " more than once"}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -226,11 +227,11 @@ func TestParseRetryAfter(t *testing.T) {
 		{"garbage", headers("retry-after", "soon"), 0},
 		{"IMF-fixdate", headers("retry-after", "Wed, 21 Oct 2026 07:28:00 GMT"), 30 * time.Second},
 		{"date in the past", headers("retry-after", "Wed, 21 Oct 2026 07:00:00 GMT"), 0},
-		{"huge saturates", headers("retry-after", "99999999999999999999"), maxRetryAfter},
+		{"huge saturates", headers("retry-after", "99999999999999999999"), dialect.MaxRetryAfter},
 		{"ms", headers("retry-after-ms", "250"), 250 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		if got := parseRetryAfter(tt.header, fixedNow); got != tt.want {
+		if got := dialect.ParseRetryAfter(tt.header, fixedNow); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -17,15 +16,8 @@ import (
 // non-boolean `stream`, a missing or non-integer `max_tokens`.
 func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 	var info dialect.RequestInfo
-	if !gjson.ValidBytes(body) {
-		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
-	}
-	root := gjson.Parse(dialect.View(body))
-	if !root.IsObject() {
-		return info, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body must be a JSON object"}
-	}
 	var m, msgs, stream, mt gjson.Result
-	dup := dialect.ScanObject(root, func(k string, v gjson.Result) {
+	if err := dialect.ScanBody(body, func(k string, v gjson.Result) {
 		switch k {
 		case "model":
 			m = v
@@ -36,9 +28,8 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 		case "max_tokens":
 			mt = v
 		}
-	})
-	if dup != "" {
-		return info, &failure.Error{Class: failure.InvalidRequest, Param: dup, Msg: fmt.Sprintf("the request body has the key %q more than once", dup)}
+	}); err != nil {
+		return info, err
 	}
 	if m.Type != gjson.String || m.Str == "" {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "model", Msg: "model: a non-empty string is required"}

@@ -4,10 +4,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -81,17 +81,17 @@ func AppendErrorBody(dst []byte, fe *failure.Error, requestID string) []byte {
 		code = defCode
 	}
 	dst = append(dst, `{"error":{"message":`...)
-	dst = appendErrString(dst, msg)
+	dst = dialect.AppendJSONString(dst, msg)
 	dst = append(dst, `,"type":`...)
-	dst = appendErrString(dst, typ)
+	dst = dialect.AppendJSONString(dst, typ)
 	dst = append(dst, `,"param":`...)
-	dst = appendErrStringOrNull(dst, param)
+	dst = dialect.AppendJSONStringOrNull(dst, param)
 	dst = append(dst, `,"code":`...)
-	dst = appendErrStringOrNull(dst, code)
+	dst = dialect.AppendJSONStringOrNull(dst, code)
 	dst = append(dst, `,"metadata":{"error_type":`...)
-	dst = appendErrString(dst, string(class))
+	dst = dialect.AppendJSONString(dst, string(class))
 	dst = append(dst, `}},"request_id":`...)
-	dst = appendErrString(dst, requestID)
+	dst = dialect.AppendJSONString(dst, requestID)
 	return append(dst, '}')
 }
 
@@ -156,7 +156,7 @@ func appendErrToken(b []byte, key, v string) []byte {
 func normalizeErr(status int, header func(string) string, body []byte, now func() time.Time) error {
 	f := readErrFields(status, body)
 	n := classifyErr(f)
-	n.fe.RetryAfter = parseRetryAfter(header, now)
+	n.fe.RetryAfter = dialect.ParseRetryAfter(header, now)
 	if n.fe.RetryAfter == 0 && n.fe.Class == failure.UpstreamRateLimited {
 		n.fe.RetryAfter = tryAgainIn(f.msg)
 	}
@@ -442,65 +442,11 @@ func errBodyFields(fe *failure.Error) (class failure.Class, msg, param, code str
 	return class, msg, fe.Param, fe.Code
 }
 
-// maxRetryAfter bounds a parsed retry-after only against overflow; clamping to 1..60 s is the
-// circuit's business (R-CIRCUIT-4).
-const maxRetryAfter = 24 * time.Hour
-
-// retryAfter reads `retry-after-ms` (milliseconds), then `retry-after` (seconds or HTTP-date).
-func parseRetryAfter(header func(string) string, now func() time.Time) time.Duration {
-	if header == nil {
-		return 0
-	}
-	if v := header("retry-after-ms"); v != "" {
-		if d, ok := parseRetryNumber(v, float64(time.Millisecond)); ok {
-			return d
-		}
-	}
-	v := strings.TrimSpace(header("retry-after"))
-	if v == "" {
-		return 0
-	}
-	if d, ok := parseRetryNumber(v, float64(time.Second)); ok {
-		return d
-	}
-	for _, layout := range [...]string{
-		"Mon, 02 Jan 2006 15:04:05 GMT",  // RFC 9110 IMF-fixdate
-		"Monday, 02-Jan-06 15:04:05 GMT", // RFC 850
-		"Mon Jan _2 15:04:05 2006",       // ANSI C asctime
-	} {
-		if t, err := time.Parse(layout, v); err == nil {
-			return min(max(t.Sub(now()), 0), maxRetryAfter)
-		}
-	}
-	return 0
-}
-
-// parseRetryNumber reads a non-negative decimal number of units, saturating at maxRetryAfter.
-func parseRetryNumber(v string, unit float64) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	for i := 0; i < len(v); i++ {
-		if (v[i] < '0' || v[i] > '9') && v[i] != '.' {
-			return 0, false
-		}
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return 0, false
-	}
-	if x*unit >= float64(maxRetryAfter) {
-		return maxRetryAfter, true
-	}
-	return time.Duration(x * unit), true
-}
-
 // tryAgainIn parses the wait of OpenAI's rate-limit message ("... Please try again in 174ms.",
 // "in 1.5s", "in 6m0s"), zero when absent. Only the duration is read from the text.
 func tryAgainIn(msg string) time.Duration {
 	const key = "try again in "
-	i := errIndexFold(msg, key)
+	i := dialect.IndexFold(msg, key)
 	if i < 0 {
 		return 0
 	}
@@ -514,85 +460,8 @@ func tryAgainIn(msg string) time.Duration {
 	if err != nil || d < 0 {
 		return 0
 	}
-	return min(d, maxRetryAfter)
+	return min(d, dialect.MaxRetryAfter)
 }
 
 // errContainsFold reports whether s contains the lower-case ASCII substr, ignoring ASCII case.
-func errContainsFold(s, substr string) bool { return errIndexFold(s, substr) >= 0 }
-
-func errIndexFold(s, substr string) int {
-	for i := 0; i+len(substr) <= len(s); i++ {
-		j := 0
-		for ; j < len(substr); j++ {
-			c := s[i+j]
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != substr[j] {
-				break
-			}
-		}
-		if j == len(substr) {
-			return i
-		}
-	}
-	return -1
-}
-
-func appendErrStringOrNull(dst []byte, s string) []byte {
-	if s == "" {
-		return append(dst, "null"...)
-	}
-	return appendErrString(dst, s)
-}
-
-// appendErrString appends s as a JSON string: quotes, backslashes and control characters are
-// escaped, U+2028/U+2029 too (for JavaScript readers), and invalid UTF-8 becomes U+FFFD.
-func appendErrString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func errContainsFold(s, substr string) bool { return dialect.IndexFold(s, substr) >= 0 }

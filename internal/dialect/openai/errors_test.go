@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -241,12 +242,12 @@ func TestParseRetryAfter(t *testing.T) {
 		{"RFC 850", headers("retry-after", "Wednesday, 21-Oct-26 07:28:30 GMT"), time.Minute},
 		{"asctime", headers("retry-after", "Wed Oct 21 07:27:40 2026"), 10 * time.Second},
 		{"date in the past", headers("retry-after", "Wed, 21 Oct 2026 07:00:00 GMT"), 0},
-		{"huge saturates", headers("retry-after", "99999999999999999999"), maxRetryAfter},
+		{"huge saturates", headers("retry-after", "99999999999999999999"), dialect.MaxRetryAfter},
 		{"ms", headers("retry-after-ms", "250"), 250 * time.Millisecond},
 		{"bad ms falls back", headers("retry-after-ms", "x", "retry-after", "3"), 3 * time.Second},
 	}
 	for _, tt := range tests {
-		if got := parseRetryAfter(tt.header, fixedNow); got != tt.want {
+		if got := dialect.ParseRetryAfter(tt.header, fixedNow); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}
