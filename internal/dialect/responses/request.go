@@ -21,28 +21,35 @@ import (
 // max_output_tokens, or an input that is neither a string nor an array.
 func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 	var info dialect.RequestInfo
-	if !gjson.ValidBytes(body) {
-		return info, badReq("", "the request body is not valid JSON")
+	var m, in, stream, maxOut gjson.Result
+	if err := dialect.ScanBody(body, func(k string, v gjson.Result) {
+		switch k {
+		case "model":
+			m = v
+		case "input":
+			in = v
+		case "stream":
+			stream = v
+		case "max_output_tokens":
+			maxOut = v
+		}
+	}); err != nil {
+		return info, err // not JSON, not an object, or a duplicated key
 	}
-	root := gjson.Parse(dialect.View(body))
-	if !root.IsObject() {
-		return info, badReq("", "the request body must be a JSON object")
-	}
-	m := root.Get("model")
 	if m.Type != gjson.String || m.Str == "" {
 		return info, badReq("model", "`model` is required and must be a non-empty string")
 	}
 	info.Model = strings.Clone(m.Str) // m.Str aliases the body
 	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
-	if in := root.Get("input"); in.Type != gjson.String && !in.IsArray() {
+	if in.Type != gjson.String && !in.IsArray() {
 		return info, badReq("input", "`input` is required and must be a string or an array of items")
 	}
 	var err error
-	if info.Stream, err = boolField(root.Get("stream"), "stream"); err != nil {
+	if info.Stream, err = boolField(stream, "stream"); err != nil {
 		return info, err
 	}
-	if v := root.Get("max_output_tokens"); v.Exists() && v.Type != gjson.Null {
-		if info.MaxTokens, err = intField(v, "max_output_tokens"); err != nil {
+	if maxOut.Exists() && maxOut.Type != gjson.Null {
+		if info.MaxTokens, err = intField(maxOut, "max_output_tokens"); err != nil {
 			return info, err
 		}
 	}

@@ -196,3 +196,18 @@ func FuzzDecodeRequest(f *testing.F) {
 		_, _ = responses.ParseRequest(body)
 	})
 }
+
+// A duplicated top-level key is refused before routing: a stream flag read one way by the
+// gateway and the other way by the decoder would make the provider's answer look broken and
+// count on its circuit.
+func TestParseRequestDuplicateKeys(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"m","input":"x","stream":true,"stream":false}`,
+		`{"model":"a","model":"b","input":"x"}`,
+		`{"model":"m","input":"x","input":"y"}`,
+	} {
+		if _, err := responses.ParseRequest([]byte(body)); err == nil {
+			t.Errorf("%s accepted", body)
+		}
+	}
+}
