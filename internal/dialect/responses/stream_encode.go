@@ -92,7 +92,8 @@ func (e *StreamEncoder) Reset(requestedModel, requestID string, includeUsage boo
 //     the item's encrypted_content.
 //   - EventToolCall: a function_call item {call_id, name, arguments:""}; EventToolArgs:
 //     response.function_call_arguments.delta for the call of that tool index (calls may
-//     interleave; fragments of an unknown or closed call are dropped).
+//     interleave, also with text: call items stay open until the finish; fragments of an unknown
+//     call are dropped).
 //   - EventFinish: closes every open item (the .done events with the accumulated text or
 //     arguments, then response.output_item.done); items closed here are "incomplete" when the
 //     stop reason makes the response incomplete.
@@ -360,9 +361,16 @@ func (e *StreamEncoder) newItem(kind itemKind) int {
 	return n
 }
 
-// openItem closes every open item and opens a message or reasoning item as the current one.
+// openItem closes the open message and reasoning items and opens a message or reasoning item
+// as the current one. Function-call items stay open until the finish: an upstream may send a
+// call's last argument fragments after text, and a closed call could not take them (its
+// arguments would end as invalid JSON).
 func (e *StreamEncoder) openItem(dst []byte, kind itemKind) []byte {
-	dst = e.closeAll(dst, statusCompleted)
+	for n := range e.items {
+		if e.items[n].kind != kindCall {
+			dst = e.closeItem(dst, n, statusCompleted)
+		}
+	}
 	n := e.newItem(kind)
 	e.cur = n + 1
 	return e.itemFrame(dst, "response.output_item.added", n)

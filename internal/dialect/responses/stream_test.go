@@ -378,3 +378,27 @@ func BenchmarkStreamEncodeTranscript(b *testing.B) {
 		}
 	}
 }
+
+// A call whose last argument fragments arrive after text still ends with its whole arguments:
+// call items stay open until the finish (an issue-3 failure kind: arguments must never be
+// invalid JSON).
+func TestStreamCallArgumentsAfterText(t *testing.T) {
+	var e resp.StreamEncoder
+	e.Reset("m", "req_1", true)
+	var out []byte
+	for _, ev := range []dialect.Event{
+		{Type: dialect.EventStart, ID: "x"},
+		{Type: dialect.EventToolCall, ToolIndex: 0, ID: "call_1", Name: "f"},
+		{Type: dialect.EventToolArgs, ToolIndex: 0, Text: lit(`{"x":"a`)},
+		{Type: dialect.EventText, Text: lit("hello")},
+		{Type: dialect.EventToolArgs, ToolIndex: 0, Text: lit(`b"}`)},
+		{Type: dialect.EventFinish, Stop: dialect.StopToolUse},
+		{Type: dialect.EventDone},
+	} {
+		out = e.Append(out, ev)
+	}
+	s := string(out)
+	if !strings.Contains(s, `"arguments":"{\"x\":\"ab\"}"`) {
+		t.Fatalf("arguments not whole:\n%s", s)
+	}
+}
