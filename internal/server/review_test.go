@@ -159,3 +159,17 @@ func TestShutdownPastGraceEndsStreamsWithAnError(t *testing.T) {
 		t.Fatalf("audit %+v", rec.Attempts)
 	}
 }
+
+// R-FAIL-8: a fallback that resolves to the requested model (here an alias of it) tries no
+// route a second time: every attempt of a request goes to a different route.
+func TestFallbackNeverRetriesARoute(t *testing.T) {
+	g := startTwo(t)
+	fail := fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500}
+	g.Fakes["oa-primary"].SetDefault(fail)
+	g.Fakes["oa-backup"].SetDefault(fail)
+	resp, b := icPost(t, g.URL, "/v1/chat/completions",
+		`{"model":"gpt-4o-mini","models":["mini"],"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 502 || resp.Header.Get("x-switchyard-attempts") != "2" {
+		t.Fatalf("%d attempts %s: %s", resp.StatusCode, resp.Header.Get("x-switchyard-attempts"), b)
+	}
+}

@@ -410,8 +410,18 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 			return &fe
 		}
 		in.Resolution = fres
-		plan.Build(cs.fbPlans[i], in, s.circuits)
-		cs.fallbacks = append(cs.fallbacks, relay.Fallback{Resolution: fres, Plan: cs.fbPlans[i]})
+		fp := cs.fbPlans[i]
+		plan.Build(fp, in, s.circuits)
+		// A fallback that resolves to routes already planned (an alias, or an endpoint of the same
+		// model) does not try them again: each route is tried at most once per request.
+		kept := fp.Candidates[:0]
+		for _, c := range fp.Candidates {
+			if !planned(&cs.plan, cs.fallbacks, c.Route) {
+				kept = append(kept, c)
+			}
+		}
+		fp.Candidates = kept
+		cs.fallbacks = append(cs.fallbacks, relay.Fallback{Resolution: fres, Plan: fp})
 	}
 	if len(cs.plan.Candidates) > 0 {
 		return nil
@@ -422,4 +432,22 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		}
 	}
 	return cs.plan.Refusal()
+}
+
+// planned reports whether route rt is already a candidate of the requested model's plan or of
+// an earlier fallback's.
+func planned(p *plan.Plan, fbs []relay.Fallback, rt *catalog.Route) bool {
+	for _, c := range p.Candidates {
+		if c.Route == rt {
+			return true
+		}
+	}
+	for _, fb := range fbs {
+		for _, c := range fb.Plan.Candidates {
+			if c.Route == rt {
+				return true
+			}
+		}
+	}
+	return false
 }
