@@ -45,6 +45,9 @@ type Request struct {
 	Info          dialect.RequestInfo
 	Resolution    catalog.Resolution
 	AnthropicBeta string // the caller's anthropic-beta header, forwarded on Anthropic routes
+	// InputTokens is the gateway's estimate of the request's input tokens, used for the usage of
+	// a stream that ends (cut, cancelled) before its provider reported any (R-BILL-2); 0: unknown.
+	InputTokens int
 	// Fallbacks are the plans of the request's fallback models (R-FAIL-8), tried in order after
 	// every candidate of the main plan. nil: none.
 	Fallbacks []Fallback
@@ -144,6 +147,9 @@ type attemptRun struct {
 	res     *Result
 	upName  string
 	headers depHeaders
+	// frames counts the semantic frames written to the caller: the output-token estimate of a
+	// stream that ends without a usage report (one token per delta).
+	frames int
 	// up is the deployment's dialect codec; cross says it differs from the caller's.
 	up    Codec
 	cross bool
@@ -406,6 +412,9 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 		if _, err := r.w.Write(out); err != nil {
 			return rl.callerGone(r)
 		}
+		if kind == dialect.FrameSemantic {
+			r.frames++
+		}
 		if err := r.rc.Flush(); err != nil {
 			return rl.callerGone(r)
 		}
@@ -485,13 +494,24 @@ func (r *attemptRun) commit(stream bool) {
 	r.w.WriteHeader(http.StatusOK)
 }
 
+// finishUsage records the attempt's usage and cost (R-BILL-2): the provider's report when there
+// was one; otherwise, for output that reached the caller, an estimate — input from the
+// provider's preamble or the gateway's estimate of the request, output one token per delta
+// written — marked "estimated", so a cut or cancelled stream is never billed at zero.
 func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
-	r.a.Tokens = audit.Tokens(u)
-	if seen {
-		r.a.UsageProvenance = audit.ProvenanceObserved
-	} else {
+	r.a.UsageProvenance = audit.ProvenanceObserved
+	if !seen {
 		r.a.UsageProvenance = audit.ProvenanceUnknown
+		if r.frames > 0 {
+			if u.Input == 0 && u.Cached == 0 && u.CacheWrite == 0 {
+				u.Input = int64(r.req.InputTokens)
+			}
+			u.Output = max(u.Output, int64(r.frames))
+			r.a.UsageProvenance = audit.ProvenanceEstimated
+		}
 	}
+	r.res.Usage = u
+	r.a.Tokens = audit.Tokens(u)
 	r.a.CostUSD = costUSD(u, r.a.Price)
 }
 

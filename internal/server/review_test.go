@@ -173,3 +173,17 @@ func TestFallbackNeverRetriesARoute(t *testing.T) {
 		t.Fatalf("%d attempts %s: %s", resp.StatusCode, resp.Header.Get("x-switchyard-attempts"), b)
 	}
 }
+
+// R-BILL-2: a stream the provider cut before reporting usage is not recorded at zero: the
+// attempt is truncated, its output estimated at one token per delta the caller received, its
+// provenance "estimated", and it has a cost.
+func TestCutStreamUsageEstimated(t *testing.T) {
+	g := startTwo(t)
+	g.Fakes["oa-primary"].Script(fakeprovider.Behavior{Kind: fakeprovider.KindCut, After: 3})
+	resp, _ := icPost(t, g.URL, "/v1/chat/completions", icChatBody("gpt-4o-mini", true))
+	rec := g.generation(t, resp.Header.Get("x-request-id"))
+	a := rec.Attempts[0]
+	if a.Outcome != "truncated" || a.UsageProvenance != "estimated" || a.Tokens.Output != 3 || a.CostUSD <= 0 {
+		t.Fatalf("attempt %+v", a)
+	}
+}
