@@ -39,6 +39,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "sse", forbidden: []string{"net/http", "encoding/json"}},
 		{pkg: "relay", forbidden: []string{module + "server"}},
 		{pkg: "dialect/responses", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/openai", "dialect/responses", "failure", "sse"}},
+		{pkg: "admission", forbidden: []string{"net/http"}},
 		{pkg: "audit", forbidden: []string{module + "store/sqlite", "net/http"}},
 		{pkg: "stats", forbidden: []string{"net/http", module + "relay", module + "server"}},
 	} {

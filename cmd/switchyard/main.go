@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,6 +87,9 @@ func cmdCheck(args []string, out io.Writer) error {
 	}
 	if err := store.Check(cfg.Store.URL); err != nil {
 		return fmt.Errorf("%s: store.url: %w", *file, err)
+	}
+	if strings.HasPrefix(cfg.Admission.URL, "redis") {
+		return fmt.Errorf("%s: admission.url: redis is not supported yet (use memory://)", *file)
 	}
 	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
 		fmt.Fprintf(out, "%s: warning: auth.required is false and server.listen %q is not a loopback address\n", *file, cfg.Server.Listen)

@@ -27,5 +27,7 @@
 //
 // Requirements: the configuration side of R-KEY-6 (dedicated endpoints), of R-MODEL (unique ids and aliases, an alias never
 // shadows an id), R-ORDER (strategy names, price_blend, default 3:1), R-FAIL-5 (deadlines),
-// R-CIRCUIT-7 (configurable thresholds), R-BILL-3 (model and route prices).
+// R-CIRCUIT-7 (configurable thresholds), R-BILL-3 (model and route prices),
+// R-BILL-1 (keys[].limits and accounts[].limits: rpm, tpm, concurrency, budget_usd,
+// budget_period; see docs/limits.md).
 package config

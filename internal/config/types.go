@@ -15,8 +15,11 @@ type Config struct {
 	// use a model's reserved deployments first.
 	Endpoints []Endpoint `yaml:"endpoints"`
 	Keys      []Key      `yaml:"keys"`
-	Admin     Admin      `yaml:"admin"`
-	Auth      Auth       `yaml:"auth"`
+	// Accounts carry account-level limits (R-BILL-1), enforced together with each key's own.
+	// An account that no entry names has no account-level limits.
+	Accounts []Account `yaml:"accounts"`
+	Admin    Admin     `yaml:"admin"`
+	Auth     Auth      `yaml:"auth"`
 
 	// File is the path the configuration was read from ("" for built-in defaults). Not in YAML.
 	File string `yaml:"-"`
@@ -156,6 +159,38 @@ type Key struct {
 	// `model:@strategy` suffix or provider.sort, R-SUFFIX-2). Default false: such a request is
 	// a typed 400. Anonymous requests (auth.required false, no key) are always allowed.
 	AllowRequestOverride bool `yaml:"allow_request_override"`
+	// Limits are this key's own limits (docs/limits.md); zero fields are no limit.
+	Limits Limits `yaml:"limits"`
+}
+
+// Account is an account's settings in the file: today only its limits.
+type Account struct {
+	// ID is the account id keys name in keys[].account.
+	ID string `yaml:"id"`
+	// Limits apply to all the account's keys together, on top of each key's own.
+	Limits Limits `yaml:"limits"`
+}
+
+// Limits are one layer's limits (R-BILL-1, docs/limits.md). Zero (or absent) is no limit.
+type Limits struct {
+	// RPM is requests per one-minute window.
+	RPM int `yaml:"rpm"`
+	// TPM is tokens per one-minute window (input estimate plus max output, settled to usage).
+	TPM int `yaml:"tpm"`
+	// Concurrency is requests in flight at once.
+	Concurrency int `yaml:"concurrency"`
+	// BudgetUSD is the spend allowed per BudgetPeriod, in USD (kept as integer micro-USD).
+	BudgetUSD float64 `yaml:"budget_usd"`
+	// BudgetPeriod is day, month or total (never resets); "" is month. See Period.
+	BudgetPeriod string `yaml:"budget_period"`
+}
+
+// Period reports budget_period with its default: "month" when unset.
+func (l *Limits) Period() string {
+	if l.BudgetPeriod == "" {
+		return "month"
+	}
+	return l.BudgetPeriod
 }
 
 // Admin configures the admin API; an empty Token turns it off.

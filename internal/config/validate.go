@@ -40,6 +40,9 @@ func validStrategy(s string) bool {
 //     priority; a route whose model is not a catalog model id (an alias is named as such), or
 //     that the deployment already routes; negative price or context_window; weight <= 0.
 //   - keys: an empty or duplicate name; while auth is required, an empty or duplicate secret.
+//   - limits (keys[].limits, accounts[].limits): a negative rpm, tpm or concurrency; a
+//     negative, non-finite or larger than MaxBudgetUSD budget_usd; a budget_period other than
+//     day, month or total. accounts: an empty or duplicate id.
 //   - endpoints (R-KEY-6): an id that is not "<namespace>/<name>" (each part non-empty, of
 //     [A-Za-z0-9._-]), that is defined twice or that equals a model id or alias; a model that is
 //     not a catalog model id; a listed deployment that does not exist, is not reserved, does not
@@ -59,6 +62,7 @@ func (c *Config) Validate() error {
 	v.deployments(c.Deployments, ids)
 	v.endpoints(c.Endpoints, c.Deployments, ids)
 	v.keys(c.Keys, c.AuthRequired())
+	v.accounts(c.Accounts)
 	return errors.Join(v.problems...)
 }
 
@@ -405,6 +409,7 @@ func (v *validator) keys(keys []Key, authRequired bool) {
 		} else {
 			names[k.Name] = p + ".name"
 		}
+		v.limits(p+".limits", &k.Limits)
 		if !authRequired {
 			continue
 		}
@@ -437,4 +442,37 @@ func (p *positions) unsetVarAt(path string) (string, bool) {
 	}
 	name, ok := p.unsetVars[path]
 	return name, ok
+}
+
+// MaxBudgetUSD is the largest budget_usd accepted: its micro-USD stay far inside an int64.
+const MaxBudgetUSD = 1e9
+
+func (v *validator) limits(path string, l *Limits) {
+	v.nonNegativeInt(path+".rpm", l.RPM)
+	v.nonNegativeInt(path+".tpm", l.TPM)
+	v.nonNegativeInt(path+".concurrency", l.Concurrency)
+	v.nonNegative(path+".budget_usd", l.BudgetUSD)
+	if l.BudgetUSD > MaxBudgetUSD {
+		v.add(path+".budget_usd", "must be at most %g USD, got %g", float64(MaxBudgetUSD), l.BudgetUSD)
+	}
+	switch l.BudgetPeriod {
+	case "", "day", "month", "total":
+	default:
+		v.add(path+".budget_period", "unknown period %q: want day, month or total", l.BudgetPeriod)
+	}
+}
+
+func (v *validator) accounts(accounts []Account) {
+	ids := make(map[string]string, len(accounts))
+	for i, a := range accounts {
+		p := fmt.Sprintf("accounts[%d]", i)
+		if a.ID == "" {
+			v.add(p+".id", "is empty")
+		} else if prev, dup := ids[a.ID]; dup {
+			v.add(p+".id", "account %q is already defined at %s", a.ID, v.at(prev))
+		} else {
+			ids[a.ID] = p + ".id"
+		}
+		v.limits(p+".limits", &a.Limits)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/failure"
@@ -30,7 +31,8 @@ type callState struct {
 // serveModelCall is the whole path for every surface that calls a model: read the body once,
 // authenticate, resolve the model and its suffix (R-MODEL, R-SUFFIX), build the plans of the
 // model and its fallbacks (R-ADMIT, R-ORDER, R-FAIL-8; routing.go), run the attempt loop
-// (R-FAIL), then hand the audit record to the recorder without blocking (R-AUDIT).
+// (R-FAIL) under the caller's limits and budget reserve (R-BILL-1, R-BILL-2; limits.go), then
+// hand the audit record to the recorder without blocking (R-AUDIT).
 func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surface) {
 	start := time.Now()
 	rid := requestID(w)
@@ -63,12 +65,31 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		fail(err)
 		return
 	}
+	// Limits and the reserve: after planning, before the first attempt; a refusal never fails
+	// over (R-BILL-1, limits.go). Anonymous callers and keys without limits skip the store.
+	var hold admission.Hold
+	var reserve int64
+	if len(who.layers) > 0 {
+		var tokens int64
+		tokens, reserve = charge(cs, &pr, sf.protocol)
+		hold, err = s.admit.Acquire(r.Context(), admission.Request{Layers: who.layers, Tokens: tokens, ReserveMicroUSD: reserve})
+		if err != nil {
+			clear(cs.fallbacks)
+			fail(err)
+			return
+		}
+		defer hold.Release() // a panic in the relay still frees the slot and the reserve
+	}
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
-		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit}
+		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens}
 	p := &cs.plan
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}
 	clear(cs.fallbacks)
+	if hold != nil {
+		settle(hold, &out, reserve)
+		hold.Release() // before the audit record is queued: a caller that read it may call again
+	}
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
 	s.finish(rec, start)
 }

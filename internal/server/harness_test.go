@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	openaiopt "github.com/openai/openai-go/v3/option"
 
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
@@ -43,6 +44,9 @@ type gateway struct {
 	Rec   *audit.Recorder
 	Clock *fakeClock
 	Fakes map[string]*fakeprovider.Provider
+	// Admission is the gateway's admission store (the in-memory one admission.url memory://
+	// builds, on Clock), for tests that read the limits' counters.
+	Admission *admission.Memory
 }
 
 // fakeSpec names an emulated deployment: {{NAME}} in the YAML becomes its base URL.
@@ -88,7 +92,8 @@ func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
 	statsDone := make(chan struct{})
-	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf})
+	g.Admission = admission.NewMemory(g.Clock.Now)
+	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf, Admission: g.Admission})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}

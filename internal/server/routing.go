@@ -327,6 +327,8 @@ type prepared struct {
 	res  catalog.Resolution
 	// attemptLimit is routing.attempt_limit (R-FAIL-10); 0 is unlimited.
 	attemptLimit int
+	// inputTokens is the request's input estimate (estimateTokens); 0 for embeddings.
+	inputTokens int
 }
 
 // route is the request path's routing half, shared by model calls and POST /v1/route so that
@@ -374,7 +376,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		}
 		pr.info = info
 	}
-	pr.body, pr.res, pr.attemptLimit = body, res, s.attemptLimit
+	pr.body, pr.res, pr.attemptLimit, pr.inputTokens = body, res, s.attemptLimit, h.inputTokens
 	strategy := s.strategy
 	if sx.Strategy != "" {
 		strategy = sx.Strategy

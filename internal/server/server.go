@@ -5,7 +5,9 @@
 // (routing.go: suffixes R-SUFFIX, provider preferences R-ORDER-6, session key R-ORDER-5, the
 // context-fit estimate R-ADMIT-4, model fallbacks R-FAIL-8, attempt limit R-FAIL-10, dedicated
 // endpoints and their accounts R-KEY-6) is shared with POST /v1/route and Explain (R-ORDER-8),
-// so the plan explained is the plan run.
+// so the plan explained is the plan run. Caller limits and the budget reserve (limits.go,
+// R-BILL-1, R-BILL-2, R-BILL-4) are taken from the admission store after planning and before
+// the first attempt; they never fail over.
 package server
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
@@ -66,6 +69,9 @@ type Options struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logf logs operational events (never prompt text, bodies or credentials); nil discards.
 	Logf func(format string, args ...any)
+	// Admission is the admission store of the caller limits (docs/limits.md); nil builds the
+	// one admission.url names (memory://: an in-memory store on the Now clock).
+	Admission admission.Store
 }
 
 // Server serves the gateway's HTTP surfaces. Create it with New; it is an http.Handler.
@@ -79,6 +85,7 @@ type Server struct {
 	ready        func(context.Context) error
 	logf         func(string, ...any)
 	keys         []staticKey
+	admit        admission.Store
 	authRequired bool
 	maxBody      int64
 	blend        plan.Blend
@@ -97,6 +104,8 @@ type staticKey struct {
 	name          string
 	account       string
 	allowOverride bool
+	// layers are the key's and its account's limits (limits.go); nil when neither has any.
+	layers []admission.Layer
 }
 
 // caller is the authenticated identity of a request.
@@ -109,6 +118,8 @@ type caller struct {
 	// anyEndpoint lets the caller use every dedicated endpoint whatever its accounts: only
 	// Explain without a key (the operator's `switchyard route`).
 	anyEndpoint bool
+	// layers are the limits the caller is held to (R-BILL-1); nil: none (an anonymous caller).
+	layers []admission.Layer
 }
 
 // mayUse reports whether the caller may use dedicated endpoint e (R-KEY-6): its account is
@@ -154,11 +165,19 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	s.relay.Logf = s.logf
 	s.stats = stats.New(stats.Options{Now: o.Now})
 	s.relay.Stats = s.stats
+	if s.admit = o.Admission; s.admit == nil {
+		var err error
+		if s.admit, err = newAdmission(cfg.Admission.URL, o.Now); err != nil {
+			return nil, err
+		}
+	}
+	accounts := accountLimits(cfg.Accounts)
 	for _, k := range cfg.Keys {
 		if k.Secret == "" {
 			continue
 		}
-		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account, allowOverride: k.AllowRequestOverride})
+		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account,
+			allowOverride: k.AllowRequestOverride, layers: keyLayers(&k, accounts)})
 	}
 	s.models = buildModelLists(cat)
 	s.metrics = newMetrics()
@@ -273,7 +292,7 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 		return caller{}, &failure.Error{Class: failure.Authentication, Msg: "the API key is not valid"}
 	}
 	k := &s.keys[match]
-	return caller{key: k.name, account: k.account, allowOverride: k.allowOverride}, nil
+	return caller{key: k.name, account: k.account, allowOverride: k.allowOverride, layers: k.layers}, nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {

@@ -14,7 +14,10 @@ func TestCheck(t *testing.T) {
 		{"sqlite://:memory:", ""},
 		{"", ""},
 		{"sqlite:///no/such/dir/x.db", "does not exist"},
-		{"postgres://u:secret@h/db", "not supported yet"},
+		{"postgres://u:secret@h/db", ""}, // parsed, not connected to
+		{"postgresql://u:secret@h:5432/db?sslmode=require", ""},
+		{"postgres://u:secret@h:port/db", "cannot be parsed"},
+		{"postgres://u:secret@h/db?sslmode=bogus", "cannot be parsed"},
 		{"mysql://h/db", "unsupported"},
 		{"switchyard.db", "no scheme"},
 	} {

@@ -1,7 +1,9 @@
 // Package store opens the gateway's persistent store from the store.url of the configuration
-// (contract.md): sqlite://path.db for the embedded SQLite store (subpackage sqlite). The
-// shared Postgres store (postgres://, subpackage postgres) is not implemented yet and is
-// refused with a clear error.
+// (contract.md): sqlite://path.db for the embedded SQLite store (subpackage sqlite, the
+// default), postgres:// or postgresql:// for the shared Postgres store of a scaled-out
+// deployment (subpackage postgres). Both have the same migrations (same steps and meaning, each
+// in its own SQL, applied by subpackage migrate) and the same behaviour, checked by the shared
+// suite of subpackage storetest.
 //
 // It owns the choice of backend only; the tables, migrations and queries live in the
 // subpackages, and each consumer declares the interface it needs (audit.Store for R-AUDIT).

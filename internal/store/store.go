@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/store/postgres"
 	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
 )
 
@@ -24,11 +25,17 @@ type Store interface {
 	Close() error
 }
 
-var _ Store = (*sqlite.DB)(nil)
+var (
+	_ Store = (*sqlite.DB)(nil)
+	_ Store = (*postgres.DB)(nil)
+)
 
 // Open opens the store named by url, creating and migrating it as needed; "" means
-// DefaultURL. Schemes are case-sensitive. It returns an error for a postgres:// or postgresql:// URL (not supported yet),
-// for any other scheme, and for whatever the backend's Open returns.
+// DefaultURL. sqlite://path.db opens the embedded SQLite store (sqlite.Open); postgres://... and
+// postgresql://... connect to Postgres (postgres.Open), ctx bounding the connection and
+// migrations. Schemes are case-sensitive. It returns an error for any other scheme and for
+// whatever the backend's Open returns; no error contains a postgres URL (it may carry a
+// password).
 func Open(ctx context.Context, url string) (Store, error) {
 	if err := Check(url); err != nil {
 		return nil, err
@@ -49,14 +56,20 @@ func Open(ctx context.Context, url string) (Store, error) {
 		}
 		return db, nil
 	case "postgres", "postgresql":
-		return nil, fmt.Errorf("store: postgres is not supported yet (url scheme %s://)", scheme)
+		db, err := postgres.Open(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		return db, nil
 	default:
 		return nil, fmt.Errorf("store: unsupported url scheme %s:// (want sqlite:// or postgres://)", scheme)
 	}
 }
 
-// Check reports whether url names a store this build can open, without opening it (for
-// `switchyard check`): the scheme is supported and, for SQLite, the file's directory exists.
+// Check reports whether url names a store this build can open, without opening it or
+// connecting (for `switchyard check`): the scheme is supported and, for SQLite, the file's
+// directory exists; a Postgres URL must parse (postgres.CheckURL), but whether the server
+// answers is not checked. The error never contains a postgres URL.
 func Check(url string) error {
 	if url == "" {
 		url = DefaultURL
@@ -76,7 +89,7 @@ func Check(url string) error {
 		}
 		return nil
 	case "postgres", "postgresql":
-		return fmt.Errorf("store: postgres is not supported yet (url scheme %s://)", scheme)
+		return postgres.CheckURL(url)
 	}
 	return fmt.Errorf("store: unsupported url scheme %s:// (want sqlite:// or postgres://)", scheme)
 }

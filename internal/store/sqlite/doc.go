@@ -1,9 +1,10 @@
 // Package sqlite is the embedded store: one SQLite database file (modernc.org/sqlite, pure Go,
 // database/sql driver "sqlite") in WAL mode, with a busy timeout and schema migrations embedded
-// in the binary (migrations/NNNN_name.sql, applied in order and recorded in the
-// schema_migrations table).
+// in the binary (migrations/NNNN_name.sql, applied in order by the shared runner of package
+// store/migrate and recorded in the schema_migrations table).
 //
 // It implements audit.Store (R-AUDIT-2): tables requests and attempts, one transaction per
-// batch. Later issues add the ledger and keys here, and a store/postgres subpackage with the
-// same methods; the SQL is kept portable where that is cheap.
+// batch. Package store/postgres implements the same methods on the same schema (its own
+// migration files, same numbers and meaning); the behaviour suite of store/storetest runs
+// against both. Later issues add the ledger and keys to both.
 package sqlite

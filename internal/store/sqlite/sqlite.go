@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 )
 
 // Scheme is the URL scheme of the embedded store.
@@ -88,11 +90,11 @@ func (db *DB) init(ctx context.Context, memory bool) error {
 	if !memory && !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("store: sqlite database %s: journal_mode is %q, want wal (is it on a network file system?)", db.path, mode)
 	}
-	ms, err := loadMigrations(migrationFS, "migrations")
+	ms, err := migrate.Load(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
-	if err := migrate(ctx, db.db, ms); err != nil {
+	if err := migrate.Apply(ctx, db.db, ms, migrate.Options{}); err != nil {
 		return fmt.Errorf("store: migrating sqlite database %s: %w", db.path, err)
 	}
 	return nil

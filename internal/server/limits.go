@@ -1,0 +1,116 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+)
+
+// errRedisAdmission answers admission.url redis:// until the shared store lands (roadmap item 1).
+var errRedisAdmission = errors.New("admission: redis is not supported yet")
+
+// newAdmission builds the admission store admission.url names: memory:// is an in-memory store
+// on the clock now; redis:// and rediss:// are not supported yet.
+func newAdmission(url string, now func() time.Time) (admission.Store, error) {
+	scheme, _, _ := strings.Cut(url, "://")
+	switch scheme {
+	case "", "memory":
+		return admission.NewMemory(now), nil
+	case "redis", "rediss":
+		return nil, errRedisAdmission
+	}
+	return nil, errors.New("admission: unsupported admission.url scheme " + scheme)
+}
+
+// toLimits converts a validated configuration layer's limits.
+func toLimits(l *config.Limits) admission.Limits {
+	p, _ := admission.ParsePeriod(l.BudgetPeriod) // validated by config
+	return admission.Limits{
+		RPM: int64(l.RPM), TPM: int64(l.TPM), Concurrency: int64(l.Concurrency),
+		BudgetMicroUSD: admission.MicroUSD(l.BudgetUSD), BudgetPeriod: p,
+	}
+}
+
+// accountLimits maps account ids to their limits (accounts[] of the configuration).
+func accountLimits(accounts []config.Account) map[string]admission.Limits {
+	m := make(map[string]admission.Limits, len(accounts))
+	for i := range accounts {
+		if l := toLimits(&accounts[i].Limits); !l.IsZero() {
+			m[accounts[i].ID] = l
+		}
+	}
+	return m
+}
+
+// keyLayers are the layers a static key is held to: its own limits, then its account's; nil
+// when neither has any, so that the request path skips the admission store altogether.
+func keyLayers(k *config.Key, accounts map[string]admission.Limits) []admission.Layer {
+	var ls []admission.Layer
+	if l := toLimits(&k.Limits); !l.IsZero() {
+		ls = append(ls, admission.Layer{Scope: admission.ScopeKey, ID: k.Name, Limits: l})
+	}
+	if l, ok := accounts[k.Account]; ok {
+		ls = append(ls, admission.Layer{Scope: admission.ScopeAccount, ID: k.Account, Limits: l})
+	}
+	return ls
+}
+
+// charge is what a routed request asks of the admission store (contract.md "Billing",
+// docs/limits.md): the tpm charge (input estimate + output basis) and the reserve, the most any
+// of its plans can cost. Each plan (the requested model's and each fallback's) is priced at its
+// catalog model's price when set, else at the most expensive price among its candidates' routes,
+// input and output each, so that failover to a dearer route is covered. Only model calls have
+// an output; embeddings and token counts are charged their input.
+func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, reserveMicroUSD int64) {
+	in := int64(pr.inputTokens)
+	var outMax int64
+	one := func(m *catalog.Model, p *plan.Plan) {
+		if m == nil || len(p.Candidates) == 0 {
+			return // a plan that cannot run costs nothing
+		}
+		var out int64
+		if protocol == catalog.ProtocolModel {
+			out = admission.OutputTokens(pr.info.MaxTokens, int64(m.MaxOutputTokens))
+		}
+		var pin, pout float64
+		if m.Price != nil {
+			pin, pout = m.Price.InputPerMTokUSD, m.Price.OutputPerMTokUSD
+		} else {
+			for _, c := range p.Candidates {
+				if rp := c.Route.Price; rp != nil {
+					pin, pout = max(pin, rp.InputPerMTokUSD), max(pout, rp.OutputPerMTokUSD)
+				}
+			}
+		}
+		outMax = max(outMax, out)
+		reserveMicroUSD = max(reserveMicroUSD, admission.CostMicroUSD(in, out, pin, pout))
+	}
+	one(pr.res.Model, &cs.plan)
+	for i := range cs.fallbacks {
+		one(cs.fallbacks[i].Resolution.Model, cs.fallbacks[i].Plan)
+	}
+	return in + outMax, reserveMicroUSD
+}
+
+// settle bills a held request (R-BILL-1, R-BILL-2): a committed response settles to the
+// committed attempt's usage and cost (the last attempt: the relay never switches after
+// commit), in integer micro-USD; anything else is left to Release, which bills nothing. The
+// reserve is recorded on every attempt as reserved_max_usd.
+func settle(h admission.Hold, out *relay.Result, reserveMicroUSD int64) {
+	reserved := float64(reserveMicroUSD) / 1e6
+	for i := range out.Attempts {
+		out.Attempts[i].ReservedMaxUSD = reserved
+	}
+	if !out.Committed || len(out.Attempts) == 0 {
+		return
+	}
+	a := &out.Attempts[len(out.Attempts)-1]
+	u := &out.Usage
+	h.Settle(u.Input+u.Cached+u.CacheWrite+u.Output, admission.MicroUSD(a.CostUSD))
+}
