@@ -200,7 +200,7 @@ func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error
 	go func() { defer close(recDone); _ = rec.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone }()
 
-	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Logf: logf})
+	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf})
 	if err != nil {
 		return err
 	}

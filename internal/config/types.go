@@ -44,6 +44,10 @@ type Server struct {
 // Default sqlite://switchyard.db.
 type Store struct {
 	URL string `yaml:"url"`
+	// ReloadInterval is how often the stored keys and accounts are reloaded from the store, so
+	// that changes made through another replica's admin API take effect here (default 5s).
+	// Changes made through this process's admin API take effect at once.
+	ReloadInterval Duration `yaml:"reload_interval"`
 }
 
 // Admission selects the admission store: memory:// (default) or redis://...

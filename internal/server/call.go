@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
@@ -67,13 +68,27 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	}
 	// Limits and the reserve: after planning, before the first attempt; a refusal never fails
 	// over (R-BILL-1, limits.go). Anonymous callers and keys without limits skip the store.
+	// A prepaid account's balance is checked first (accounts.Cache, in memory), then the
+	// limits: a request refused for credit takes nothing from the limits.
 	var hold admission.Hold
-	var reserve int64
-	if len(who.layers) > 0 {
-		var tokens int64
+	var credit accounts.Charge
+	var reserve, tokens int64
+	prepaid := s.cache != nil && who.account != "" && s.cache.Prepaid(who.account)
+	if len(who.layers) > 0 || prepaid {
 		tokens, reserve = charge(cs, &pr, sf.protocol)
+	}
+	if prepaid {
+		if credit, err = s.cache.Reserve(who.account, reserve); err != nil {
+			clear(cs.fallbacks)
+			fail(err)
+			return
+		}
+		defer credit.Release() // a panic in the relay still returns the reserve
+	}
+	if len(who.layers) > 0 {
 		hold, err = s.admit.Acquire(r.Context(), admission.Request{Layers: who.layers, Tokens: tokens, ReserveMicroUSD: reserve})
 		if err != nil {
+			credit.Release()
 			clear(cs.fallbacks)
 			fail(err)
 			return
@@ -86,12 +101,36 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}
 	clear(cs.fallbacks)
-	if hold != nil {
+	if hold != nil || prepaid {
 		settle(hold, &out, reserve)
+	}
+	if hold != nil {
 		hold.Release() // before the audit record is queued: a caller that read it may call again
 	}
+	s.bill(rid, who, &out, &credit)
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
 	s.finish(rec, start)
+}
+
+// bill settles a committed request's cost in the ledger (R-BILL-1, R-BILL-2): the committed
+// attempt's tokens and cost, in integer micro-USD, for the caller's account, queued for the
+// store without waiting; and a prepaid account's reserve is settled to that cost in memory. A
+// request that did not commit bills nothing (its reserve is released by the caller's defer).
+// Anonymous callers and servers without a store of accounts have no ledger.
+func (s *Server) bill(rid string, who caller, out *relay.Result, credit *accounts.Charge) {
+	if !out.Committed || len(out.Attempts) == 0 {
+		return
+	}
+	a := &out.Attempts[len(out.Attempts)-1]
+	cost := admission.MicroUSD(a.CostUSD)
+	credit.Settle(cost)
+	if s.ledger == nil || who.account == "" {
+		return
+	}
+	t := &a.Tokens
+	s.ledger.Append(accounts.LedgerEntry{At: time.Now().UTC(), AccountID: who.account, KeyID: who.keyID, RequestID: rid,
+		Model: a.Model, Deployment: a.Deployment, Kind: accounts.KindSettle, AmountMicroUSD: cost,
+		Tokens: accounts.Tokens{Input: t.Input, Cached: t.Cached, CacheWrite: t.CacheWrite, Output: t.Output, Reasoning: t.Reasoning}})
 }
 
 // finish completes the record, counts it, and queues it for the store off the request path.

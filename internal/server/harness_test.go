@@ -47,6 +47,8 @@ type gateway struct {
 	// Admission is the gateway's admission store (the in-memory one admission.url memory://
 	// builds, on Clock), for tests that read the limits' counters.
 	Admission *admission.Memory
+	// Store is the gateway's store (audit, accounts, keys, ledger): SQLite in memory.
+	Store *sqlite.DB
 }
 
 // fakeSpec names an emulated deployment: {{NAME}} in the YAML becomes its base URL.
@@ -93,7 +95,9 @@ func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
 	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
 	statsDone := make(chan struct{})
 	g.Admission = admission.NewMemory(g.Clock.Now)
-	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf, Admission: g.Admission})
+	g.Store = st
+	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf,
+		Admission: g.Admission, Accounts: st})
 	if err != nil {
 		t.Fatalf("server: %v", err)
 	}

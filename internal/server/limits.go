@@ -101,13 +101,14 @@ func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, res
 // settle bills a held request (R-BILL-1, R-BILL-2): a committed response settles to the
 // committed attempt's usage and cost (the last attempt: the relay never switches after
 // commit), in integer micro-USD; anything else is left to Release, which bills nothing. The
-// reserve is recorded on every attempt as reserved_max_usd.
+// reserve is recorded on every attempt as reserved_max_usd. h is nil for a request held only
+// by a prepaid balance (call.go's bill settles that).
 func settle(h admission.Hold, out *relay.Result, reserveMicroUSD int64) {
 	reserved := float64(reserveMicroUSD) / 1e6
 	for i := range out.Attempts {
 		out.Attempts[i].ReservedMaxUSD = reserved
 	}
-	if !out.Committed || len(out.Attempts) == 0 {
+	if h == nil || !out.Committed || len(out.Attempts) == 0 {
 		return
 	}
 	a := &out.Attempts[len(out.Attempts)-1]

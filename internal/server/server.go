@@ -8,6 +8,13 @@
 // so the plan explained is the plan run. Caller limits and the budget reserve (limits.go,
 // R-BILL-1, R-BILL-2, R-BILL-4) are taken from the admission store after planning and before
 // the first attempt; they never fail over.
+//
+// With a store of accounts (Options.Accounts), callers may also authenticate with stored keys
+// (R-KEY-1: looked up by SHA-256 in an in-memory cache after the static keys, never a store
+// round trip on the request path), a prepaid account's balance is reserved before dispatch
+// (402 insufficient_credit, limit kind credit), a committed request's cost is queued for the
+// ledger (R-BILL-1, R-BILL-2), and the admin API of contract.md is served under /admin/v1/
+// (admin.go; docs/admin-api.md), authenticated with admin.token.
 package server
 
 import (
@@ -27,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
@@ -72,6 +80,10 @@ type Options struct {
 	// Admission is the admission store of the caller limits (docs/limits.md); nil builds the
 	// one admission.url names (memory://: an in-memory store on the Now clock).
 	Admission admission.Store
+	// Accounts is the store of accounts, keys and the ledger (docs/admin-api.md). Nil turns
+	// off stored keys, the ledger and the admin API's data (it answers 503); static keys keep
+	// working. New loads the active keys and the accounts from it.
+	Accounts accounts.Store
 }
 
 // Server serves the gateway's HTTP surfaces. Create it with New; it is an http.Handler.
@@ -97,6 +109,16 @@ type Server struct {
 	models         modelLists
 	metrics        *metrics
 	pool           sync.Pool // *callState
+
+	// Stored accounts and keys (admin.go); all nil when Options.Accounts is.
+	accts  accounts.Store
+	cache  *accounts.Cache
+	ledger *accounts.Writer
+	// adminHash is the SHA-256 of admin.token; adminOn is false when the token is empty.
+	adminHash [sha256.Size]byte
+	adminOn   bool
+	// acctLayers are the configured accounts' limits as layers, applied to their stored keys.
+	acctLayers map[string][]admission.Layer
 }
 
 type staticKey struct {
@@ -112,6 +134,8 @@ type staticKey struct {
 type caller struct {
 	key     string // key name; "" when authentication is off
 	account string
+	// keyID names the key in the ledger: a stored key's id, a static key's name.
+	keyID string
 	// allowOverride lets the request set the routing strategy (R-SUFFIX-2): the key's
 	// allow_request_override; always true for an anonymous caller (auth.required false).
 	allowOverride bool
@@ -172,12 +196,19 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		}
 	}
 	accounts := accountLimits(cfg.Accounts)
+	s.acctLayers = make(map[string][]admission.Layer, len(accounts))
+	for id, l := range accounts {
+		s.acctLayers[id] = []admission.Layer{{Scope: admission.ScopeAccount, ID: id, Limits: l}}
+	}
 	for _, k := range cfg.Keys {
 		if k.Secret == "" {
 			continue
 		}
 		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account,
 			allowOverride: k.AllowRequestOverride, layers: keyLayers(&k, accounts)})
+	}
+	if err := s.initAccounts(cfg, o); err != nil {
+		return nil, err
 	}
 	s.models = buildModelLists(cat)
 	s.metrics = newMetrics()
@@ -205,15 +236,38 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/admin/", s.adminHandler())
 	mux.HandleFunc("/", s.serveNotFound)
 	s.mux = mux
 	return s, nil
 }
 
-// Run runs the server's background work (the statistics windows) until ctx ends. Without it,
-// observations are dropped and every latency, throughput or reliability plan degrades to
-// balanced.
-func (s *Server) Run(ctx context.Context) error { return s.stats.Run(ctx) }
+// Run runs the server's background work until ctx ends: the statistics windows and, with a
+// store of accounts, the ledger writer and the periodic reload of keys and accounts. Without
+// it, observations are dropped (every latency, throughput or reliability plan degrades to
+// balanced) and no ledger entry is written. Cancel ctx after the listener has shut down: the
+// ledger writer then writes what is still queued (within its drain timeout) before Run
+// returns. It returns the first error of its parts.
+func (s *Server) Run(ctx context.Context) error {
+	parts := []func(context.Context) error{s.stats.Run}
+	if s.ledger != nil {
+		parts = append(parts, s.ledger.Run, s.cache.Run)
+	}
+	errs := make(chan error, len(parts))
+	var wg sync.WaitGroup
+	for _, run := range parts {
+		wg.Go(func() { errs <- run(ctx) })
+	}
+	wg.Wait()
+	close(errs)
+	var first error
+	for err := range errs {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 
 // Circuits exposes the circuit set (for observability and tests).
 func (s *Server) Circuits() *circuit.Set { return s.circuits }
@@ -285,6 +339,11 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 			match = i
 		}
 	}
+	if match < 0 && s.cache != nil {
+		if k, ok := s.cache.Lookup(sum); ok {
+			return caller{key: k.Name, keyID: k.ID, account: k.AccountID, layers: s.acctLayers[k.AccountID]}, nil
+		}
+	}
 	if match < 0 {
 		if !s.authRequired && len(s.keys) == 0 {
 			return caller{allowOverride: true}, nil // local use: any placeholder key the SDKs insist on is accepted
@@ -292,7 +351,7 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 		return caller{}, &failure.Error{Class: failure.Authentication, Msg: "the API key is not valid"}
 	}
 	k := &s.keys[match]
-	return caller{key: k.name, account: k.account, allowOverride: k.allowOverride, layers: k.layers}, nil
+	return caller{key: k.name, keyID: k.name, account: k.account, allowOverride: k.allowOverride, layers: k.layers}, nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {

@@ -6,5 +6,6 @@
 // suite of subpackage storetest.
 //
 // It owns the choice of backend only; the tables, migrations and queries live in the
-// subpackages, and each consumer declares the interface it needs (audit.Store for R-AUDIT).
+// subpackages, and each consumer declares the interface it needs (audit.Store for R-AUDIT,
+// accounts.Store for keys, accounts and the ledger of R-KEY-1 and R-BILL).
 package store

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/store/postgres"
 	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
@@ -19,6 +20,7 @@ const DefaultURL = "sqlite://switchyard.db"
 // Store is an open persistent store: every consumer's interface, plus health and lifetime.
 type Store interface {
 	audit.Store
+	accounts.Store
 	// Ping reports whether the store answers, for /readyz.
 	Ping(ctx context.Context) error
 	// Close releases the store; call it once, after the last use.

@@ -8,5 +8,8 @@
 // the shared suite of store/storetest: tables requests and attempts, one transaction per batch
 // of a constant number of statements (array parameters and unnest, not one statement per
 // row), a record whose request id exists replacing it and its attempts. Errors never echo the
-// store URL: it may carry a password.
+// store URL: it may carry a password. It also implements accounts.Store (accounts,
+// workspaces, hashed keys and the ledger; migration 0002) through the SQL shared with SQLite
+// in package store/accountsql, with row locks (SELECT ... FOR UPDATE) for read-modify-write
+// updates.
 package postgres

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/switchyard-gw/switchyard/internal/store/accountsql"
 	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 )
 
@@ -37,8 +38,10 @@ const migrationLock = "SELECT pg_advisory_xact_lock(7310317914960390265)" // "es
 var errBadURL = errors.New("store: the postgres url cannot be parsed (it is not shown: it may hold a password); " +
 	"want postgres://user:password@host:port/database?sslmode=...")
 
-// DB is an open Postgres store. Its methods are safe for concurrent use.
+// DB is an open Postgres store. Its methods are safe for concurrent use. The embedded
+// accountsql.Store gives it the accounts.Store methods.
 type DB struct {
+	*accountsql.Store
 	db *sql.DB
 }
 
@@ -97,7 +100,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("store: migrating postgres database: %w", err)
 	}
-	return &DB{db: sdb}, nil
+	return &DB{Store: accountsql.New(sdb, true), db: sdb}, nil
 }
 
 // Ping reports whether the database answers a query on the store's schema, for /readyz.

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 	"github.com/switchyard-gw/switchyard/internal/store/storetest"
@@ -33,6 +34,14 @@ func TestStore(t *testing.T) {
 		t.Skip(storetest.SkipMessage)
 	}
 	storetest.Run(t, func(t testing.TB) audit.Store { return open(t, storetest.PostgresURL(t)) })
+}
+
+// TestAccounts runs the shared accounts.Store suite, each subtest in a fresh schema.
+func TestAccounts(t *testing.T) {
+	if os.Getenv(storetest.EnvPostgresURL) == "" {
+		t.Skip(storetest.SkipMessage)
+	}
+	storetest.RunAccounts(t, func(t testing.TB) accounts.Store { return open(t, storetest.PostgresURL(t)) })
 }
 
 // TestSameMigrationsAsSQLite: the Postgres schema has the same steps, by number and name, as
@@ -78,8 +87,8 @@ func TestReopen(t *testing.T) {
 		t.Errorf("after reopen: %+v, %v", got, err)
 	}
 	var versions int
-	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 1 {
-		t.Errorf("schema_migrations rows = %d, %v; want 1", versions, err)
+	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 2 {
+		t.Errorf("schema_migrations rows = %d, %v; want 2", versions, err)
 	}
 	// The JSON columns are JSONB, queryable as such.
 	var n int
@@ -111,8 +120,8 @@ func TestConcurrentOpen(t *testing.T) {
 		return
 	}
 	var versions int
-	if err := dbs[0].db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 1 {
-		t.Errorf("schema_migrations rows = %d, %v; want 1", versions, err)
+	if err := dbs[0].db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 2 {
+		t.Errorf("schema_migrations rows = %d, %v; want 2", versions, err)
 	}
 }
 

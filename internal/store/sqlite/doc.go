@@ -6,5 +6,6 @@
 // It implements audit.Store (R-AUDIT-2): tables requests and attempts, one transaction per
 // batch. Package store/postgres implements the same methods on the same schema (its own
 // migration files, same numbers and meaning); the behaviour suite of store/storetest runs
-// against both. Later issues add the ledger and keys to both.
+// against both. It implements accounts.Store (accounts, workspaces, hashed keys, the ledger;
+// migration 0002) through the SQL shared with Postgres in package store/accountsql.
 package sqlite

@@ -12,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/switchyard-gw/switchyard/internal/store/accountsql"
 	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 )
 
@@ -30,8 +31,10 @@ const maxOpenConns = 8
 const dsnParams = "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 	"&_pragma=foreign_keys(1)&_txlock=immediate"
 
-// DB is an open SQLite store. Its methods are safe for concurrent use.
+// DB is an open SQLite store. Its methods are safe for concurrent use. The embedded
+// accountsql.Store gives it the accounts.Store methods.
 type DB struct {
+	*accountsql.Store
 	db   *sql.DB
 	path string // file path, or ":memory:"
 }
@@ -74,7 +77,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		sdb.SetMaxOpenConns(maxOpenConns)
 		sdb.SetMaxIdleConns(maxOpenConns)
 	}
-	db := &DB{db: sdb, path: path}
+	db := &DB{Store: accountsql.New(sdb, false), db: sdb, path: path}
 	if err := db.init(ctx, memory); err != nil {
 		sdb.Close()
 		return nil, err

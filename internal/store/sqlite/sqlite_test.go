@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 	"github.com/switchyard-gw/switchyard/internal/store/storetest"
@@ -65,8 +66,8 @@ func TestWALAndReopen(t *testing.T) {
 		t.Errorf("after reopen: %+v, %v", got, err)
 	}
 	var versions int
-	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 1 {
-		t.Errorf("schema_migrations rows = %d, %v; want 1", versions, err)
+	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 2 {
+		t.Errorf("schema_migrations rows = %d, %v; want 2", versions, err)
 	}
 	if err := db.Ping(ctx); err != nil {
 		t.Errorf("Ping: %v", err)
@@ -138,6 +139,11 @@ func TestStore(t *testing.T) {
 // TestStoreMemory runs the shared behaviour suite on sqlite://:memory:.
 func TestStoreMemory(t *testing.T) {
 	storetest.Run(t, func(t testing.TB) audit.Store { return open(t, "sqlite://:memory:") })
+}
+
+// TestAccounts runs the shared accounts.Store suite on file databases.
+func TestAccounts(t *testing.T) {
+	storetest.RunAccounts(t, func(t testing.TB) accounts.Store { return open(t, fileURL(t)) })
 }
 
 // BenchmarkWriteRecords measures batched writes of two-attempt records into a file database

@@ -1,0 +1,280 @@
+package accounts
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors of [Store] methods. Backends wrap them; test with errors.Is.
+var (
+	// ErrNotFound: the account, workspace or key named does not exist.
+	ErrNotFound = errors.New("accounts: not found")
+	// ErrExists: an account, workspace or key with that id already exists.
+	ErrExists = errors.New("accounts: already exists")
+)
+
+// Billing is how an account pays (contract.md "Billing").
+type Billing string
+
+// The billing modes. The zero value is not valid; [ParseBilling] maps "" to Unmetered.
+const (
+	// Unmetered: usage and cost are recorded, nothing is refused for balance.
+	Unmetered Billing = "unmetered"
+	// Prepaid: a request whose reserve exceeds the balance is refused (402 insufficient_credit,
+	// limit kind [LimitKindCredit]).
+	Prepaid Billing = "prepaid"
+)
+
+// LimitKindCredit is the x-switchyard-limit-kind of a prepaid account's refusal.
+const LimitKindCredit = "credit"
+
+// ParseBilling reads settings.billing: "" and "unmetered" are Unmetered, "prepaid" Prepaid;
+// anything else is an error.
+func ParseBilling(s string) (Billing, error) {
+	switch s {
+	case "", string(Unmetered):
+		return Unmetered, nil
+	case string(Prepaid):
+		return Prepaid, nil
+	}
+	return "", fmt.Errorf("billing must be unmetered or prepaid, not %q", s)
+}
+
+// Account is a customer of the gateway: the owner of workspaces, keys and a balance.
+type Account struct {
+	ID   string // opaque, "acct_..."
+	Name string
+	// Settings is a JSON object (never nil once stored; "{}" when empty).
+	Settings json.RawMessage
+	// Billing is Unmetered or Prepaid, derived from settings.billing.
+	Billing Billing
+	// BalanceMicroUSD is credits minus settled costs, in micro-USD; it may be negative for an
+	// unmetered account. Maintained by the store (Credit, AppendLedger); not changed by
+	// UpdateAccount.
+	BalanceMicroUSD int64
+	CreatedAt       time.Time
+}
+
+// Workspace groups keys of one account.
+type Workspace struct {
+	ID        string // opaque, "ws_..."
+	AccountID string
+	Name      string
+	Settings  json.RawMessage // a JSON object
+	CreatedAt time.Time
+}
+
+// Key is a stored API key. The secret itself is never stored: only its SHA-256.
+type Key struct {
+	ID          string // opaque, "key_..."
+	AccountID   string
+	WorkspaceID string // "" when the key belongs to no workspace
+	Name        string
+	// Prefix is the display id: the first 8 characters after "sk-sy-".
+	Prefix     string
+	SecretHash [sha256.Size]byte
+	Settings   json.RawMessage // a JSON object
+	// RevokedAt is when the key was revoked; the zero time while it is active.
+	RevokedAt time.Time
+	CreatedAt time.Time
+}
+
+// Kind is a ledger entry's kind.
+type Kind string
+
+// The ledger kinds. Reserve and release entries are defined by the schema; the gateway writes
+// settle and credit entries today (reserves live in the admission store and the Cache).
+const (
+	KindReserve Kind = "reserve"
+	KindSettle  Kind = "settle"
+	KindRelease Kind = "release"
+	KindCredit  Kind = "credit"
+)
+
+// Tokens are the token counts of a ledger entry (the committed attempt's usage).
+type Tokens struct {
+	Input, Cached, CacheWrite, Output, Reasoning int64
+}
+
+// LedgerEntry is one row of the ledger.
+type LedgerEntry struct {
+	// ID is assigned by the store, increasing in order of writing; ignored on write.
+	ID        int64
+	At        time.Time
+	AccountID string
+	KeyID     string // the stored key id, or the static key's name; "" for a credit
+	RequestID string // "" for a credit
+	Model     string
+	// Deployment is the deployment that served the committed attempt.
+	Deployment string
+	Kind       Kind
+	Tokens     Tokens
+	// AmountMicroUSD is positive: the cost charged (settle) or the amount added (credit).
+	AmountMicroUSD int64
+}
+
+// Store is what this package and the admin API need of the persistent store. Implementations
+// are safe for concurrent use; every method returns the context's error when ctx is done.
+type Store interface {
+	// CreateAccount stores a new account (Settings nil is stored as {}; BalanceMicroUSD is
+	// stored as given, normally 0). ErrExists when the id is taken.
+	CreateAccount(ctx context.Context, a *Account) error
+	// CreateWorkspace stores a new workspace. ErrNotFound when its account does not exist,
+	// ErrExists when the id is taken.
+	CreateWorkspace(ctx context.Context, w *Workspace) error
+	// CreateKey stores a new key. ErrNotFound when its account does not exist, or its
+	// workspace does not exist in that account; ErrExists when the id or the hash is taken.
+	CreateKey(ctx context.Context, k *Key) error
+	// Account, Workspace and Key return one row by id, or ErrNotFound.
+	Account(ctx context.Context, id string) (*Account, error)
+	Workspace(ctx context.Context, id string) (*Workspace, error)
+	Key(ctx context.Context, id string) (*Key, error)
+	// UpdateAccount reads the account, calls f on it and writes back Name, Settings and
+	// Billing, all in one transaction that holds the row (concurrent updates serialise). It
+	// returns the account written, ErrNotFound, or f's error (nothing is written then).
+	UpdateAccount(ctx context.Context, id string, f func(*Account) error) (*Account, error)
+	// UpdateWorkspace is UpdateAccount for a workspace: Name and Settings are written back.
+	UpdateWorkspace(ctx context.Context, id string, f func(*Workspace) error) (*Workspace, error)
+	// UpdateKey is UpdateAccount for a key: Name, Settings and RevokedAt are written back.
+	UpdateKey(ctx context.Context, id string, f func(*Key) error) (*Key, error)
+	// ActiveKeys returns every key not revoked, in no particular order.
+	ActiveKeys(ctx context.Context) ([]Key, error)
+	// Accounts returns every account, in no particular order.
+	Accounts(ctx context.Context) ([]Account, error)
+	// Credit appends a credit entry e (Kind must be credit, AmountMicroUSD > 0) and adds its
+	// amount to the account's balance in one transaction, returning the new balance.
+	// ErrNotFound when the account does not exist.
+	Credit(ctx context.Context, e *LedgerEntry) (balanceMicroUSD int64, err error)
+	// AppendLedger appends entries in one transaction: all or none. A settle entry subtracts
+	// its amount from its account's balance in the same transaction (an account not stored,
+	// such as a static key's, has no balance to change). A settle entry whose request id is
+	// already in the ledger as a settle is skipped, so retrying a batch whose commit was lost
+	// bills nothing twice.
+	AppendLedger(ctx context.Context, entries []LedgerEntry) error
+	// Ledger returns the account's entries, newest first, at most limit (limit <= 0: all).
+	Ledger(ctx context.Context, accountID string, limit int) ([]LedgerEntry, error)
+}
+
+// SecretPrefix starts every stored key's secret.
+const SecretPrefix = "sk-sy-"
+
+// secretLen is the count of base62 characters after SecretPrefix.
+const secretLen = 32
+
+// PrefixLen is the length of a key's display Prefix.
+const PrefixLen = 8
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// NewSecret returns a new key secret: SecretPrefix + 32 base62 characters from crypto/rand
+// (about 190 bits), its display prefix (the first PrefixLen characters after SecretPrefix) and
+// its SHA-256.
+func NewSecret() (secret, prefix string, hash [sha256.Size]byte) {
+	b := make([]byte, len(SecretPrefix)+secretLen)
+	copy(b, SecretPrefix)
+	randBase62(b[len(SecretPrefix):])
+	secret = string(b)
+	return secret, secret[len(SecretPrefix) : len(SecretPrefix)+PrefixLen], HashSecret(secret)
+}
+
+// HashSecret is the SHA-256 under which a key is stored and looked up.
+func HashSecret(secret string) [sha256.Size]byte { return sha256.Sum256([]byte(secret)) }
+
+// NewID returns prefix + "_" + 20 base62 characters from crypto/rand, e.g. "acct_...".
+func NewID(prefix string) string {
+	b := make([]byte, len(prefix)+1+20)
+	copy(b, prefix)
+	b[len(prefix)] = '_'
+	randBase62(b[len(prefix)+1:])
+	return string(b)
+}
+
+// randBase62 fills b with uniform base62 characters (rejection sampling: no modulo bias).
+func randBase62(b []byte) {
+	var buf [64]byte
+	for i := 0; i < len(b); {
+		_, _ = rand.Read(buf[:]) // never fails (crypto/rand)
+		for _, c := range buf {
+			if c >= 248 { // 248 = 4*62
+				continue
+			}
+			b[i] = base62[c%62]
+			if i++; i == len(b) {
+				return
+			}
+		}
+	}
+}
+
+// ValidSettings reports whether s is a JSON object; nil and empty count as {}.
+func ValidSettings(s json.RawMessage) error {
+	s = bytes.TrimSpace(s)
+	if len(s) == 0 {
+		return nil
+	}
+	if s[0] != '{' || !json.Valid(s) {
+		return errors.New("settings must be a JSON object")
+	}
+	return nil
+}
+
+// MergeSettings applies patch to old, both JSON objects (nil or empty is {}), field by field
+// (contract.md: a field present replaces that field, an absent field is unchanged, null
+// clears it). The merge is shallow: a nested object in patch replaces the old one whole. It
+// returns an error when either is not a JSON object.
+func MergeSettings(old, patch json.RawMessage) (json.RawMessage, error) {
+	var o, p map[string]json.RawMessage
+	if err := decodeObject(old, &o); err != nil {
+		return nil, err
+	}
+	if err := decodeObject(patch, &p); err != nil {
+		return nil, err
+	}
+	if o == nil {
+		o = make(map[string]json.RawMessage, len(p))
+	}
+	for k, v := range p {
+		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			delete(o, k)
+		} else {
+			o[k] = v
+		}
+	}
+	return json.Marshal(o) // keys sorted: a canonical form
+}
+
+func decodeObject(s json.RawMessage, m *map[string]json.RawMessage) error {
+	if err := ValidSettings(s); err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(s)) == 0 {
+		return nil
+	}
+	return json.Unmarshal(s, m)
+}
+
+// SettingsBilling reads settings.billing of an account's settings (a JSON object).
+func SettingsBilling(settings json.RawMessage) (Billing, error) {
+	var v struct {
+		Billing *string `json:"billing"`
+	}
+	if len(bytes.TrimSpace(settings)) > 0 {
+		if err := json.Unmarshal(settings, &v); err != nil {
+			return "", errors.New("settings.billing must be a string: unmetered or prepaid")
+		}
+	}
+	if v.Billing == nil {
+		return Unmetered, nil
+	}
+	b, err := ParseBilling(*v.Billing)
+	if err != nil {
+		return "", fmt.Errorf("settings.%w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,307 @@
+package accounts_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestNewSecret: R-KEY-1: "sk-sy-" + 32 base62 characters, a prefix of the 8 after "sk-sy-",
+// the SHA-256 of the whole; never twice the same.
+func TestNewSecret(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		s, p, h := accounts.NewSecret()
+		if len(s) != 38 || !strings.HasPrefix(s, "sk-sy-") || p != s[6:14] || h != sha256.Sum256([]byte(s)) {
+			t.Fatalf("secret %q prefix %q", s, p)
+		}
+		for _, c := range s[6:] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+				t.Fatalf("secret %q: %q is not base62", s, c)
+			}
+		}
+		if seen[s] {
+			t.Fatal("secret repeated")
+		}
+		seen[s] = true
+	}
+	if id := accounts.NewID("acct"); !strings.HasPrefix(id, "acct_") || len(id) != 25 {
+		t.Errorf("NewID = %q", id)
+	}
+}
+
+// TestMergeSettings: contract.md PATCH: present replaces, absent unchanged, null clears;
+// shallow; non-objects refused.
+func TestMergeSettings(t *testing.T) {
+	for _, tc := range []struct{ old, patch, want string }{
+		{`{"a":1,"b":2}`, `{"b":3}`, `{"a":1,"b":3}`},
+		{`{"a":1,"b":2}`, `{"b":null}`, `{"a":1}`},
+		{`{"a":{"x":1,"y":2}}`, `{"a":{"x":5}}`, `{"a":{"x":5}}`},
+		{``, `{"a":1}`, `{"a":1}`},
+		{`{"a":1}`, `{}`, `{"a":1}`},
+		{`{"a":1}`, `{"z":null}`, `{"a":1}`},
+	} {
+		got, err := accounts.MergeSettings(json.RawMessage(tc.old), json.RawMessage(tc.patch))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("Merge(%s, %s) = %s, %v; want %s", tc.old, tc.patch, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `1`, `{`, `null`} {
+		if _, err := accounts.MergeSettings(json.RawMessage(`{}`), json.RawMessage(bad)); err == nil {
+			t.Errorf("patch %s accepted", bad)
+		}
+	}
+}
+
+func TestSettingsBilling(t *testing.T) {
+	for _, tc := range []struct {
+		settings string
+		want     accounts.Billing
+		ok       bool
+	}{
+		{``, accounts.Unmetered, true}, {`{}`, accounts.Unmetered, true},
+		{`{"billing":"prepaid"}`, accounts.Prepaid, true}, {`{"billing":"unmetered"}`, accounts.Unmetered, true},
+		{`{"billing":"postpaid"}`, "", false}, {`{"billing":1}`, "", false},
+	} {
+		got, err := accounts.SettingsBilling(json.RawMessage(tc.settings))
+		if got != tc.want || (err == nil) != tc.ok {
+			t.Errorf("SettingsBilling(%s) = %q, %v", tc.settings, got, err)
+		}
+	}
+}
+
+// fakeStore serves ActiveKeys, Accounts and AppendLedger from memory; failN makes the next N
+// AppendLedger calls fail.
+type fakeStore struct {
+	accounts.Store // other methods: not used here
+	mu             sync.Mutex
+	keys           []accounts.Key
+	accts          []accounts.Account
+	written        []accounts.LedgerEntry
+	batches        int
+	failN          int
+	onRead         func() // called by ActiveKeys after it read, without the lock
+}
+
+func (f *fakeStore) ActiveKeys(context.Context) ([]accounts.Key, error) {
+	f.mu.Lock()
+	keys := append([]accounts.Key(nil), f.keys...)
+	onRead := f.onRead
+	f.mu.Unlock()
+	if onRead != nil {
+		onRead()
+	}
+	return keys, nil
+}
+
+func (f *fakeStore) Accounts(context.Context) ([]accounts.Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]accounts.Account(nil), f.accts...), nil
+}
+
+func (f *fakeStore) AppendLedger(ctx context.Context, es []accounts.LedgerEntry) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failN > 0 {
+		f.failN--
+		return errors.New("store down")
+	}
+	f.batches++
+	f.written = append(f.written, es...)
+	return nil
+}
+
+func key(id, secret string) accounts.Key {
+	return accounts.Key{ID: id, AccountID: "a1", Name: id, SecretHash: accounts.HashSecret(secret)}
+}
+
+// TestCacheReload: keys created elsewhere appear and keys revoked elsewhere disappear at the
+// next reload; a key evicted here never comes back, even when the store still lists it (a
+// reload that read before the revocation was written); a key put here survives a reload that
+// read the store before it was created.
+func TestCacheReload(t *testing.T) {
+	st := &fakeStore{keys: []accounts.Key{key("k1", "s1"), key("k2", "s2")}}
+	c := accounts.NewCache(st, accounts.CacheOptions{})
+	ctx := context.Background()
+	if err := c.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := c.Lookup(accounts.HashSecret("s1")); !ok || k.ID != "k1" || k.AccountID != "a1" {
+		t.Fatalf("Lookup s1 = %+v, %v", k, ok)
+	}
+	c.Evict("k1")
+	if _, ok := c.Lookup(accounts.HashSecret("s1")); ok {
+		t.Error("evicted key still found")
+	}
+	k3 := key("k3", "s3")
+	st.mu.Lock()
+	st.keys = []accounts.Key{key("k1", "s1"), key("k4", "s4")} // k2 revoked elsewhere, k4 created elsewhere
+	// k3 is created here while the reload reads: the store as read does not list it.
+	st.onRead = func() { c.PutKey(&k3) }
+	st.mu.Unlock()
+	if err := c.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for secret, want := range map[string]bool{"s1": false, "s2": false, "s3": true, "s4": true} {
+		if _, ok := c.Lookup(accounts.HashSecret(secret)); ok != want {
+			t.Errorf("after reload, %s found = %v, want %v", secret, ok, want)
+		}
+	}
+	st.mu.Lock()
+	st.onRead = nil
+	st.mu.Unlock()
+	if err := c.Reload(ctx); err != nil { // k3 is still not in the store: a full reload drops it
+		t.Fatal(err)
+	}
+	if _, ok := c.Lookup(accounts.HashSecret("s3")); ok {
+		t.Error("a key neither in the store nor put since the reload began survived it")
+	}
+	revoked := key("k4", "s4")
+	revoked.RevokedAt = time.Now()
+	c.PutKey(&revoked)
+	if _, ok := c.Lookup(accounts.HashSecret("s4")); ok {
+		t.Error("a key put revoked is still found")
+	}
+}
+
+// TestPrepaidNoOverspend: R-BILL-1: concurrent reserves against a prepaid balance admit only
+// what the balance covers; settles take the actual cost; releases return the reserve;
+// unmetered and unknown accounts are never refused.
+func TestPrepaidNoOverspend(t *testing.T) {
+	st := &fakeStore{accts: []accounts.Account{{ID: "pre", Billing: accounts.Prepaid, BalanceMicroUSD: 1000},
+		{ID: "free", Billing: accounts.Unmetered}}}
+	c := accounts.NewCache(st, accounts.CacheOptions{})
+	if err := c.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for range n {
+		wg.Go(func() {
+			ch, err := c.Reserve("pre", 100)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				var fe *failure.Error
+				if !errors.As(err, &fe) || fe.Class != failure.InsufficientCredit || fe.LimitKind != "credit" {
+					t.Errorf("refusal %v", err)
+				}
+				refused++
+				return
+			}
+			admitted++
+			ch.Settle(60)
+		})
+	}
+	wg.Wait()
+	// Each admitted request holds 100 until it settles to 60: at least 10 are admitted, and
+	// never so many that the settled spend passes the balance.
+	bal, reserved, _ := c.Balance("pre")
+	if admitted < 10 || refused+admitted != n || bal != 1000-60*int64(admitted) || bal < 0 || reserved != 0 {
+		t.Errorf("admitted %d refused %d balance %d reserved %d", admitted, refused, bal, reserved)
+	}
+	ch, err := c.Reserve("pre", 0)
+	if bal > 0 && err != nil {
+		t.Errorf("zero reserve with balance %d refused: %v", bal, err)
+	}
+	ch.Release()
+	ch.Release() // idempotent
+	if _, reserved, _ := c.Balance("pre"); reserved != 0 {
+		t.Errorf("reserved %d after release", reserved)
+	}
+	for _, id := range []string{"free", "unknown"} {
+		if _, err := c.Reserve(id, 1<<40); err != nil {
+			t.Errorf("%s refused: %v", id, err)
+		}
+	}
+	c.AddBalance("pre", 1_000_000)
+	if _, err := c.Reserve("pre", 999_000); err != nil {
+		t.Errorf("after a credit: %v", err)
+	}
+}
+
+// TestWriterRetriesAndFlushes: entries are written in batches; a failed batch is retried
+// until written, none lost or doubled; Pending counts the settles not yet written; Flush
+// waits for them.
+func TestWriterRetriesAndFlushes(t *testing.T) {
+	st := &fakeStore{failN: 3}
+	w := accounts.NewWriter(st, accounts.WriterOptions{BatchSize: 4, FlushInterval: time.Millisecond})
+	for i := range 10 {
+		w.Append(accounts.LedgerEntry{AccountID: "a1", RequestID: string(rune('a' + i)), Kind: accounts.KindSettle, AmountMicroUSD: 5})
+	}
+	if p := w.Pending("a1"); p != 50 {
+		t.Errorf("Pending = %d, want 50", p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	if err := w.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	n, batches := len(st.written), st.batches
+	st.mu.Unlock()
+	if n != 10 || batches != 3 || w.Pending("a1") != 0 || w.Dropped() != 0 {
+		t.Errorf("written %d in %d batches, pending %d, dropped %d", n, batches, w.Pending("a1"), w.Dropped())
+	}
+	for i, e := range st.written {
+		if e.RequestID != string(rune('a'+i)) {
+			t.Errorf("entry %d is %q: order lost", i, e.RequestID)
+		}
+	}
+	w.Append(accounts.LedgerEntry{AccountID: "a1", RequestID: "last", Kind: accounts.KindSettle})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st.written[len(st.written)-1].RequestID != "last" {
+		t.Error("Run returned without draining the queue")
+	}
+}
+
+// TestWriterFullQueueDrops: an entry offered to a full queue is refused and counted, and
+// Append never blocks.
+func TestWriterFullQueueDrops(t *testing.T) {
+	w := accounts.NewWriter(&fakeStore{}, accounts.WriterOptions{QueueSize: 2})
+	for i := range 3 {
+		if ok := w.Append(accounts.LedgerEntry{Kind: accounts.KindSettle}); ok != (i < 2) {
+			t.Errorf("Append %d = %v", i, ok)
+		}
+	}
+	if w.Dropped() != 1 {
+		t.Errorf("Dropped = %d", w.Dropped())
+	}
+}
+
+// TestWriterDrainTimeout: when the store never answers at shutdown, Run gives up after the
+// drain timeout and reports the entries lost.
+func TestWriterDrainTimeout(t *testing.T) {
+	st := &fakeStore{failN: 1 << 30}
+	w := accounts.NewWriter(st, accounts.WriterOptions{FlushInterval: time.Millisecond, DrainTimeout: 20 * time.Millisecond})
+	w.Append(accounts.LedgerEntry{Kind: accounts.KindSettle, AccountID: "a", AmountMicroUSD: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Run(ctx); err == nil || !strings.Contains(err.Error(), "1 ledger entries not written") {
+		t.Errorf("Run = %v", err)
+	}
+	if w.Dropped() != 1 || w.Pending("a") != 0 {
+		t.Errorf("dropped %d pending %d", w.Dropped(), w.Pending("a"))
+	}
+}

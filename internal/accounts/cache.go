@@ -1,0 +1,306 @@
+package accounts
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// DefaultReloadInterval is how often [Cache.Run] reloads keys and accounts from the store when
+// no interval is given: the longest another replica keeps accepting a key revoked elsewhere.
+const DefaultReloadInterval = 5 * time.Second
+
+// KeyInfo is what the request path needs of an active stored key. Values are never modified
+// once in the cache (an update replaces them), so a *KeyInfo may be kept after the lookup.
+type KeyInfo struct {
+	ID, AccountID, WorkspaceID, Name string
+	Settings                         json.RawMessage
+}
+
+// account is the cache's view of an account: its billing mode and balance, and the sum of the
+// reserves of prepaid requests in flight. Entries are updated in place, never replaced, so a
+// Charge may keep a pointer.
+type account struct {
+	billing  Billing
+	balance  int64 // micro-USD: the store's balance minus the settles not yet written
+	reserved int64 // micro-USD
+}
+
+type keyEntry struct {
+	info *KeyInfo
+	gen  uint64 // the reload generation that last saw or put it
+}
+
+// Cache holds the active stored keys by SHA-256 and the accounts' billing and balance in
+// memory (R-KEY-1; contract.md "Billing"): the request path never waits for the store. Its
+// methods are safe for concurrent use. Create it with NewCache, fill it with Reload, and keep
+// it fresh with Run.
+type Cache struct {
+	st       Store
+	interval time.Duration
+	pending  func(accountID string) int64
+	logf     func(string, ...any)
+
+	mu      sync.RWMutex
+	keys    map[[sha256.Size]byte]*keyEntry
+	byID    map[string][sha256.Size]byte
+	revoked map[string]bool // ids revoked in this process: a reload never brings them back
+	accts   map[string]*account
+	gen     uint64
+}
+
+// CacheOptions configure a Cache. The zero value gives the defaults.
+type CacheOptions struct {
+	// ReloadInterval is how often Run reloads; zero or negative is DefaultReloadInterval.
+	ReloadInterval time.Duration
+	// Pending returns the settle costs of an account queued and not yet in the store (the
+	// Writer's Pending), subtracted from the stored balance on reload; nil is none.
+	Pending func(accountID string) int64
+	// Logf logs failed reloads (the store's error only); nil discards.
+	Logf func(format string, args ...any)
+}
+
+// NewCache returns an empty cache over st, which must not be nil.
+func NewCache(st Store, o CacheOptions) *Cache {
+	if st == nil {
+		panic("accounts: NewCache with a nil Store")
+	}
+	if o.ReloadInterval <= 0 {
+		o.ReloadInterval = DefaultReloadInterval
+	}
+	if o.Pending == nil {
+		o.Pending = func(string) int64 { return 0 }
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return &Cache{
+		st: st, interval: o.ReloadInterval, pending: o.Pending, logf: o.Logf,
+		keys:    make(map[[sha256.Size]byte]*keyEntry),
+		byID:    make(map[string][sha256.Size]byte),
+		revoked: make(map[string]bool),
+		accts:   make(map[string]*account),
+	}
+}
+
+// Lookup returns the active key whose secret hashes to hash. It does not allocate.
+func (c *Cache) Lookup(hash [sha256.Size]byte) (*KeyInfo, bool) {
+	c.mu.RLock()
+	e := c.keys[hash]
+	c.mu.RUnlock()
+	if e == nil {
+		return nil, false
+	}
+	return e.info, true
+}
+
+// PutKey adds or replaces k in the cache, or removes it when it is revoked. The admin API
+// calls it after each write of a key.
+func (c *Cache) PutKey(k *Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !k.RevokedAt.IsZero() {
+		c.evictLocked(k.ID)
+		return
+	}
+	c.putLocked(k, c.gen)
+}
+
+func (c *Cache) putLocked(k *Key, gen uint64) {
+	if old, ok := c.byID[k.ID]; ok && old != k.SecretHash {
+		delete(c.keys, old)
+	}
+	c.byID[k.ID] = k.SecretHash
+	c.keys[k.SecretHash] = &keyEntry{gen: gen, info: &KeyInfo{ID: k.ID, AccountID: k.AccountID,
+		WorkspaceID: k.WorkspaceID, Name: k.Name, Settings: k.Settings}}
+}
+
+// Evict removes the key with id at once and for good in this process: a later reload does not
+// bring it back even when it read the store before the revocation was written.
+func (c *Cache) Evict(id string) {
+	c.mu.Lock()
+	c.evictLocked(id)
+	c.mu.Unlock()
+}
+
+func (c *Cache) evictLocked(id string) {
+	c.revoked[id] = true
+	if h, ok := c.byID[id]; ok {
+		delete(c.keys, h)
+		delete(c.byID, id)
+	}
+}
+
+// PutAccount records a's billing mode; a new account's balance is taken from a, a known one's
+// is kept (only credits and settles change it, through AddBalance and Charge).
+func (c *Cache) PutAccount(a *Account) {
+	c.mu.Lock()
+	if e := c.accts[a.ID]; e != nil {
+		e.billing = a.Billing
+	} else {
+		c.accts[a.ID] = &account{billing: a.Billing, balance: a.BalanceMicroUSD}
+	}
+	c.mu.Unlock()
+}
+
+// AddBalance adds deltaMicroUSD to a known account's balance (a credit); unknown accounts are
+// ignored.
+func (c *Cache) AddBalance(accountID string, deltaMicroUSD int64) {
+	c.mu.Lock()
+	if e := c.accts[accountID]; e != nil {
+		e.balance += deltaMicroUSD
+	}
+	c.mu.Unlock()
+}
+
+// Balance returns the cached balance and in-flight reserves of an account, in micro-USD, and
+// whether it is known.
+func (c *Cache) Balance(accountID string) (balance, reserved int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.accts[accountID]
+	if e == nil {
+		return 0, 0, false
+	}
+	return e.balance, e.reserved, true
+}
+
+// Prepaid reports whether accountID is a known prepaid account, under a read lock: the
+// request path asks it before computing a reserve.
+func (c *Cache) Prepaid(accountID string) bool {
+	c.mu.RLock()
+	a := c.accts[accountID]
+	ok := a != nil && a.billing == Prepaid
+	c.mu.RUnlock()
+	return ok
+}
+
+// Charge is a prepaid request's claim on its account's balance, from Reserve. Its zero value
+// (an unmetered or unknown account) does nothing. Exactly one of Settle or Release ends it;
+// a Charge belongs to one request goroutine.
+type Charge struct {
+	c       *Cache
+	a       *account
+	reserve int64
+}
+
+// Reserve takes reserveMicroUSD (the most the request can cost) from a prepaid account's
+// available balance (its balance minus the reserves in flight), in one step under the cache's
+// lock, so that concurrent requests cannot spend past the balance by more than the difference
+// between one reserve and its actual cost. For an unmetered or unknown account it returns a
+// zero Charge and nil. When the reserve exceeds what is available the error is a
+// *failure.Error insufficient_credit (402) with LimitKind "credit".
+func (c *Cache) Reserve(accountID string, reserveMicroUSD int64) (Charge, error) {
+	reserveMicroUSD = max(reserveMicroUSD, 0)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.accts[accountID]
+	if a == nil || a.billing != Prepaid {
+		return Charge{}, nil
+	}
+	if avail := a.balance - a.reserved; reserveMicroUSD > avail || avail <= 0 {
+		return Charge{}, &failure.Error{Class: failure.InsufficientCredit, LimitKind: LimitKindCredit,
+			Msg: fmt.Sprintf("insufficient credit: this prepaid account has %s available, and this request may cost up to %s",
+				usd(max(avail, 0)), usd(reserveMicroUSD))}
+	}
+	a.reserved += reserveMicroUSD
+	return Charge{c: c, a: a, reserve: reserveMicroUSD}, nil
+}
+
+// Settle ends the charge: its reserve is returned and costMicroUSD (the actual cost, negative
+// taken as 0) is taken from the cached balance. The ledger entry that takes it from the stored
+// balance is the caller's to queue (Writer.Append).
+func (ch *Charge) Settle(costMicroUSD int64) {
+	if ch.a == nil {
+		return
+	}
+	ch.c.mu.Lock()
+	ch.a.reserved -= ch.reserve
+	ch.a.balance -= max(costMicroUSD, 0)
+	ch.c.mu.Unlock()
+	ch.a = nil
+}
+
+// Release ends the charge without billing: its reserve is returned. After Settle it does
+// nothing.
+func (ch *Charge) Release() {
+	if ch.a == nil {
+		return
+	}
+	ch.c.mu.Lock()
+	ch.a.reserved -= ch.reserve
+	ch.c.mu.Unlock()
+	ch.a = nil
+}
+
+// Reload replaces the cache's keys and accounts with the store's: keys revoked elsewhere stop
+// working, keys created elsewhere start, and each account's billing and balance (the stored
+// balance minus the settles still queued) are refreshed. Keys put or evicted in this process
+// while the reload reads are kept as put or evicted. It returns the store's error, leaving the
+// cache unchanged.
+func (c *Cache) Reload(ctx context.Context) error {
+	c.mu.Lock()
+	c.gen++
+	gen := c.gen
+	c.mu.Unlock()
+	keys, err := c.st.ActiveKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("accounts: reloading keys: %w", err)
+	}
+	accts, err := c.st.Accounts(ctx)
+	if err != nil {
+		return fmt.Errorf("accounts: reloading accounts: %w", err)
+	}
+	pending := make([]int64, len(accts))
+	for i := range accts {
+		pending[i] = c.pending(accts[i].ID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range keys {
+		if !c.revoked[keys[i].ID] {
+			c.putLocked(&keys[i], gen)
+		}
+	}
+	for id, h := range c.byID {
+		if e := c.keys[h]; e != nil && e.gen < gen { // neither in the store nor put since
+			delete(c.keys, h)
+			delete(c.byID, id)
+		}
+	}
+	for i := range accts {
+		a := &accts[i]
+		e := c.accts[a.ID]
+		if e == nil {
+			e = new(account)
+			c.accts[a.ID] = e
+		}
+		e.billing, e.balance = a.Billing, a.BalanceMicroUSD-pending[i]
+	}
+	return nil
+}
+
+// Run reloads the cache every reload interval until ctx is done, then returns nil. A failed
+// reload is logged and the cache kept as it was.
+func (c *Cache) Run(ctx context.Context) error {
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := c.Reload(ctx); err != nil && ctx.Err() == nil {
+				c.logf("%v", err)
+			}
+		}
+	}
+}
+
+// usd formats micro-USD as dollars with six decimals ("$0.012000").
+func usd(micro int64) string { return fmt.Sprintf("$%d.%06d", micro/1e6, micro%1e6) }

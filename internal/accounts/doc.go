@@ -1,0 +1,21 @@
+// Package accounts is the domain of stored accounts, workspaces, API keys and the ledger
+// (R-KEY-1, R-BILL-1, R-BILL-2, R-BILL-4; contract.md "Admin API" and "Billing"):
+//
+//   - the types [Account], [Workspace], [Key] and [LedgerEntry], and the consumer-side
+//     [Store] interface that both store backends (store/sqlite, store/postgres) implement;
+//   - key secrets ([NewSecret]: "sk-sy-" + 32 base62 characters from crypto/rand), of which
+//     only the SHA-256 ([HashSecret]) and a display prefix are ever stored (R-KEY-1);
+//   - the [Cache]: the active stored keys by SHA-256 and each account's billing and balance,
+//     held in memory so that authenticating a request and the prepaid credit check never touch
+//     the store. The admin API updates it in this process at once (a revoked key stops
+//     working before the DELETE answers); [Cache.Run] reloads it from the store periodically
+//     so that other replicas see changes within one interval;
+//   - the [Writer]: a bounded queue that writes settle entries to the ledger in batches off the
+//     request path, retrying a failed batch (credits are written synchronously by the admin
+//     API instead; see [Writer] for what a crash can lose).
+//
+// Costs are integers in micro-USD (1e-6 USD) everywhere, never floats. Settings are opaque
+// JSON objects here; their layered meaning belongs to the layers package.
+//
+// The package does not import net/http.
+package accounts

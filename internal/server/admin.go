@@ -1,0 +1,607 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+)
+
+// adminMaxBody caps an admin request body.
+const adminMaxBody = 1 << 20
+
+// storeTimeout bounds the store work of one admin request, and the initial load.
+const storeTimeout = 10 * time.Second
+
+// initAccounts sets up the admin token and, with a store of accounts, the key cache (loaded
+// now) and the ledger writer.
+func (s *Server) initAccounts(cfg *config.Config, o Options) error {
+	if cfg.Admin.Token != "" {
+		s.adminOn, s.adminHash = true, sha256.Sum256([]byte(cfg.Admin.Token))
+	}
+	if o.Accounts == nil {
+		return nil
+	}
+	s.accts = o.Accounts
+	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf})
+	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
+		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf})
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return s.cache.Reload(ctx)
+}
+
+// ReloadKeys reloads the stored keys and accounts from the store now, as Run does every
+// store.reload_interval (default 5 s): keys created or revoked through another replica take
+// effect here. Without a store of accounts it does nothing. It returns the store's error.
+func (s *Server) ReloadKeys(ctx context.Context) error {
+	if s.cache == nil {
+		return nil
+	}
+	return s.cache.Reload(ctx)
+}
+
+// adminHandler serves /admin/: 404 for every path when admin.token is unset; else a request
+// without the admin token (an API key included) is 401 authentication, and the others go to
+// the admin API's mux.
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /admin/v1/accounts", s.adminCreateAccount)
+	mux.HandleFunc("GET /admin/v1/accounts/{id}", s.adminGetAccount)
+	mux.HandleFunc("PATCH /admin/v1/accounts/{id}", s.adminPatchAccount)
+	mux.HandleFunc("POST /admin/v1/accounts/{id}/credits", s.adminCredit)
+	mux.HandleFunc("GET /admin/v1/accounts/{id}/ledger", s.adminLedger)
+	mux.HandleFunc("POST /admin/v1/workspaces", s.adminCreateWorkspace)
+	mux.HandleFunc("GET /admin/v1/workspaces/{id}", s.adminGetWorkspace)
+	mux.HandleFunc("PATCH /admin/v1/workspaces/{id}", s.adminPatchWorkspace)
+	mux.HandleFunc("POST /admin/v1/keys", s.adminCreateKey)
+	mux.HandleFunc("GET /admin/v1/keys/{id}", s.adminGetKey)
+	mux.HandleFunc("PATCH /admin/v1/keys/{id}", s.adminPatchKey)
+	mux.HandleFunc("DELETE /admin/v1/keys/{id}", s.adminRevokeKey)
+	notYet := func(what string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			adminError(w, http.StatusNotImplemented, &failure.Error{Class: failure.InvalidRequest, Msg: what + " are not implemented yet"})
+		}
+	}
+	mux.HandleFunc("GET /admin/v1/keys/{id}/effective", s.adminEffective)
+	mux.HandleFunc("POST /admin/v1/policies", notYet("routing policies"))
+	mux.HandleFunc("POST /admin/v1/keys/{id}/connections", notYet("BYOK connections"))
+	mux.HandleFunc("/", s.serveNotFound)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.adminOn {
+			s.serveNotFound(w, r)
+			return
+		}
+		if !s.adminAuthorized(r) {
+			adminError(w, http.StatusUnauthorized, &failure.Error{Class: failure.Authentication,
+				Msg: "the admin API requires Authorization: Bearer ADMIN_TOKEN (admin.token); API keys are not accepted"})
+			return
+		}
+		if s.accts == nil {
+			adminError(w, http.StatusServiceUnavailable, &failure.Error{Class: failure.GatewayError, Msg: "the admin API has no store"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, adminMaxBody)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// adminAuthorized compares the bearer token with admin.token in constant time (of their
+// SHA-256, so the length leaks nothing either).
+func (s *Server) adminAuthorized(r *http.Request) bool {
+	a := r.Header.Get("Authorization")
+	if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(a[7:])))
+	return subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) == 1
+}
+
+// adminError writes fe with status in the OpenAI error shape.
+func adminError(w http.ResponseWriter, status int, fe *failure.Error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Switchyard-Error-Code", string(fe.Class))
+	w.WriteHeader(status)
+	_, _ = w.Write(relay.CodecFor(catalog.OpenAI).AppendErrorBody(nil, fe, requestID(w)))
+}
+
+func badRequest(w http.ResponseWriter, param, format string, args ...any) {
+	adminError(w, http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest, Param: param, Msg: fmt.Sprintf(format, args...)})
+}
+
+// storeError answers a store error: 404 for accounts.ErrNotFound (msg says what), else 503
+// (the error is logged, not shown).
+func (s *Server) storeError(w http.ResponseWriter, err error, notFound string) {
+	switch {
+	case errors.Is(err, accounts.ErrNotFound):
+		adminError(w, http.StatusNotFound, &failure.Error{Class: failure.InvalidRequest, Msg: notFound})
+	case errors.Is(err, accounts.ErrExists):
+		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Msg: "the id is already taken"})
+	default:
+		s.logf("admin: store: %v", err)
+		adminError(w, http.StatusServiceUnavailable, &failure.Error{Class: failure.GatewayError, Msg: "the store did not answer"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, &failure.Error{Class: failure.UpstreamError, Msg: "internal error"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// decodeBody reads a JSON object into dst, refusing members not in allowed (all named in the
+// 400, sorted) and members in required that are absent. It answers the error itself and
+// reports false then.
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowed []string, required ...string) bool {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&raw); err != nil || raw == nil || dec.More() {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			adminError(w, http.StatusRequestEntityTooLarge, &failure.Error{Class: failure.RequestTooLarge, Msg: "the body is larger than 1 MiB"})
+			return false
+		}
+		badRequest(w, "", "the body must be one JSON object")
+		return false
+	}
+	var unknown []string
+	for k := range raw {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		badRequest(w, unknown[0], "unknown fields: %s (allowed: %s)", strings.Join(unknown, ", "), strings.Join(allowed, ", "))
+		return false
+	}
+	for _, k := range required {
+		if v, ok := raw[k]; !ok || string(v) == "null" {
+			badRequest(w, k, "%s is required", k)
+			return false
+		}
+	}
+	b, _ := json.Marshal(raw)
+	if err := json.Unmarshal(b, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			badRequest(w, te.Field, "%s has the wrong type: want %s", te.Field, te.Type)
+			return false
+		}
+		badRequest(w, "", "the body is not valid: %v", err)
+		return false
+	}
+	return true
+}
+
+// checkSettings answers 400 unless settings (absent or null is {}) is a JSON object.
+func checkSettings(w http.ResponseWriter, settings json.RawMessage) (json.RawMessage, bool) {
+	if len(settings) == 0 || string(settings) == "null" {
+		return json.RawMessage(`{}`), true
+	}
+	if err := accounts.ValidSettings(settings); err != nil {
+		badRequest(w, "settings", "settings must be a JSON object")
+		return nil, false
+	}
+	return settings, true
+}
+
+func adminCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), storeTimeout)
+}
+
+// flushLedger writes the settles queued so far, so that a balance or ledger read right after a
+// request sees it; on failure the answer is what is stored.
+func (s *Server) flushLedger(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.ledger.Flush(fctx); err != nil {
+		s.logf("admin: ledger flush: %v", err)
+	}
+}
+
+// usdNumber formats micro-USD as an exact JSON number of USD ("4.999766", "-0.5", "12").
+func usdNumber(micro int64) json.Number {
+	sign := ""
+	u := uint64(micro)
+	if micro < 0 {
+		sign, u = "-", uint64(-micro)
+	}
+	s := fmt.Sprintf("%s%d.%06d", sign, u/1e6, u%1e6)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return json.Number(s)
+}
+
+// parseUSD reads a positive USD amount with at most 6 decimals into exact micro-USD, without
+// going through a float.
+func parseUSD(s string) (int64, error) {
+	if s == "" || s[0] < '0' || s[0] > '9' || strings.ContainsAny(s, "eE") {
+		return 0, errors.New("amount_usd must be a positive decimal number such as 10 or 2.50")
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	if len(frac) > 6 {
+		return 0, errors.New("amount_usd has at most 6 decimals (micro-USD)")
+	}
+	frac += strings.Repeat("0", 6-len(frac))
+	w, err1 := strconv.ParseInt(whole, 10, 64)
+	f, err2 := strconv.ParseInt(frac, 10, 64)
+	if err1 != nil || err2 != nil || w > 1e12 {
+		return 0, errors.New("amount_usd must be a positive decimal number below 1e12")
+	}
+	if v := w*1e6 + f; v > 0 {
+		return v, nil
+	}
+	return 0, errors.New("amount_usd must be positive")
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func accountJSON(a *accounts.Account) map[string]any {
+	return map[string]any{"id": a.ID, "name": a.Name, "settings": a.Settings, "billing": a.Billing,
+		"balance_usd": usdNumber(a.BalanceMicroUSD), "created_at": a.CreatedAt}
+}
+
+func workspaceJSON(ws *accounts.Workspace) map[string]any {
+	return map[string]any{"id": ws.ID, "account_id": ws.AccountID, "name": ws.Name, "settings": ws.Settings, "created_at": ws.CreatedAt}
+}
+
+// keyJSON never carries the secret: only its display prefix.
+func keyJSON(k *accounts.Key) map[string]any {
+	var ws any
+	if k.WorkspaceID != "" {
+		ws = k.WorkspaceID
+	}
+	return map[string]any{"id": k.ID, "account_id": k.AccountID, "workspace_id": ws, "name": k.Name,
+		"prefix": k.Prefix, "settings": k.Settings, "revoked_at": timeOrNil(k.RevokedAt), "created_at": k.CreatedAt}
+}
+
+type createBody struct {
+	AccountID   string          `json:"account_id"`
+	WorkspaceID string          `json:"workspace_id"`
+	Name        string          `json:"name"`
+	Settings    json.RawMessage `json:"settings"`
+}
+
+func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
+	var b createBody
+	if !decodeBody(w, r, &b, []string{"name", "settings"}, "name") {
+		return
+	}
+	settings, ok := checkSettings(w, b.Settings)
+	if !ok {
+		return
+	}
+	billing, err := accounts.SettingsBilling(settings)
+	if err != nil {
+		badRequest(w, "settings.billing", "%v", err)
+		return
+	}
+	a := &accounts.Account{ID: accounts.NewID("acct"), Name: b.Name, Settings: settings, Billing: billing, CreatedAt: time.Now().UTC()}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	if err := s.accts.CreateAccount(ctx, a); err != nil {
+		s.storeError(w, err, "")
+		return
+	}
+	s.cache.PutAccount(a)
+	writeJSON(w, http.StatusCreated, accountJSON(a))
+}
+
+func (s *Server) adminGetAccount(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	s.flushLedger(ctx)
+	a, err := s.accts.Account(ctx, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err, "no account with that id")
+		return
+	}
+	writeJSON(w, http.StatusOK, accountJSON(a))
+}
+
+type patchBody struct {
+	Name     *string         `json:"name"`
+	Settings json.RawMessage `json:"settings"`
+}
+
+// patch merges b into name and settings (contract.md: a settings field present replaces it,
+// absent is unchanged, null clears it). It returns the error to answer 400 with.
+func (b *patchBody) apply(name *string, settings *json.RawMessage) error {
+	if b.Name != nil {
+		*name = *b.Name
+	}
+	if len(b.Settings) == 0 || string(b.Settings) == "null" {
+		return nil
+	}
+	merged, err := accounts.MergeSettings(*settings, b.Settings)
+	if err != nil {
+		return err
+	}
+	*settings = merged
+	return nil
+}
+
+// errBadPatch marks an update refused for its body (400), not by the store.
+type errBadPatch struct{ error }
+
+func (s *Server) adminPatchAccount(w http.ResponseWriter, r *http.Request) {
+	var b patchBody
+	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
+		return
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	a, err := s.accts.UpdateAccount(ctx, r.PathValue("id"), func(a *accounts.Account) error {
+		if err := b.apply(&a.Name, &a.Settings); err != nil {
+			return errBadPatch{err}
+		}
+		billing, err := accounts.SettingsBilling(a.Settings)
+		if err != nil {
+			return errBadPatch{err}
+		}
+		a.Billing = billing
+		return nil
+	})
+	if s.patchFailed(w, err, "no account with that id") {
+		return
+	}
+	s.cache.PutAccount(a)
+	writeJSON(w, http.StatusOK, accountJSON(a))
+}
+
+func (s *Server) patchFailed(w http.ResponseWriter, err error, notFound string) bool {
+	var bad errBadPatch
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &bad):
+		badRequest(w, "settings", "%v", bad.error)
+	default:
+		s.storeError(w, err, notFound)
+	}
+	return true
+}
+
+func (s *Server) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) {
+	var b createBody
+	if !decodeBody(w, r, &b, []string{"account_id", "name", "settings"}, "account_id", "name") {
+		return
+	}
+	settings, ok := checkSettings(w, b.Settings)
+	if !ok {
+		return
+	}
+	ws := &accounts.Workspace{ID: accounts.NewID("ws"), AccountID: b.AccountID, Name: b.Name, Settings: settings, CreatedAt: time.Now().UTC()}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	if err := s.accts.CreateWorkspace(ctx, ws); err != nil {
+		s.storeError(w, err, "no account with that account_id")
+		return
+	}
+	writeJSON(w, http.StatusCreated, workspaceJSON(ws))
+}
+
+func (s *Server) adminGetWorkspace(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	ws, err := s.accts.Workspace(ctx, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err, "no workspace with that id")
+		return
+	}
+	writeJSON(w, http.StatusOK, workspaceJSON(ws))
+}
+
+func (s *Server) adminPatchWorkspace(w http.ResponseWriter, r *http.Request) {
+	var b patchBody
+	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
+		return
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	ws, err := s.accts.UpdateWorkspace(ctx, r.PathValue("id"), func(ws *accounts.Workspace) error {
+		if err := b.apply(&ws.Name, &ws.Settings); err != nil {
+			return errBadPatch{err}
+		}
+		return nil
+	})
+	if s.patchFailed(w, err, "no workspace with that id") {
+		return
+	}
+	writeJSON(w, http.StatusOK, workspaceJSON(ws))
+}
+
+// adminCreateKey mints a key: the secret is in this answer only; the store keeps its SHA-256.
+func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) {
+	var b createBody
+	if !decodeBody(w, r, &b, []string{"account_id", "workspace_id", "name", "settings"}, "account_id", "name") {
+		return
+	}
+	settings, ok := checkSettings(w, b.Settings)
+	if !ok {
+		return
+	}
+	secret, prefix, hash := accounts.NewSecret()
+	k := &accounts.Key{ID: accounts.NewID("key"), AccountID: b.AccountID, WorkspaceID: b.WorkspaceID, Name: b.Name,
+		Prefix: prefix, SecretHash: hash, Settings: settings, CreatedAt: time.Now().UTC()}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	if err := s.accts.CreateKey(ctx, k); err != nil {
+		s.storeError(w, err, "no account with that account_id, or no workspace with that workspace_id in it")
+		return
+	}
+	s.cache.PutKey(k)
+	out := keyJSON(k)
+	out["secret"] = secret
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) adminGetKey(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	k, err := s.accts.Key(ctx, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err, "no key with that id")
+		return
+	}
+	writeJSON(w, http.StatusOK, keyJSON(k))
+}
+
+func (s *Server) adminPatchKey(w http.ResponseWriter, r *http.Request) {
+	var b patchBody
+	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
+		return
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	k, err := s.accts.UpdateKey(ctx, r.PathValue("id"), func(k *accounts.Key) error {
+		if err := b.apply(&k.Name, &k.Settings); err != nil {
+			return errBadPatch{err}
+		}
+		return nil
+	})
+	if s.patchFailed(w, err, "no key with that id") {
+		return
+	}
+	s.cache.PutKey(k) // a revoked key stays out
+	writeJSON(w, http.StatusOK, keyJSON(k))
+}
+
+// adminRevokeKey evicts the key from this process's cache first, so that it stops working
+// before the answer whatever the store does, then records the revocation in the store (other
+// replicas drop it at their next reload).
+func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.cache.Evict(id)
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	now := time.Now().UTC()
+	_, err := s.accts.UpdateKey(ctx, id, func(k *accounts.Key) error {
+		if k.RevokedAt.IsZero() {
+			k.RevokedAt = now
+		}
+		return nil
+	})
+	if err != nil {
+		s.storeError(w, err, "no key with that id")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// adminCredit adds to an account's balance: a credit entry and the balance change in one
+// store transaction, written before the answer (synchronous, unlike settles).
+func (s *Server) adminCredit(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		AmountUSD json.RawMessage `json:"amount_usd"`
+	}
+	if !decodeBody(w, r, &b, []string{"amount_usd"}, "amount_usd") {
+		return
+	}
+	micro, err := parseUSD(string(b.AmountUSD))
+	if err != nil {
+		badRequest(w, "amount_usd", "%v", err)
+		return
+	}
+	id := r.PathValue("id")
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	s.flushLedger(ctx)
+	balance, err := s.accts.Credit(ctx, &accounts.LedgerEntry{At: time.Now().UTC(), AccountID: id, Kind: accounts.KindCredit, AmountMicroUSD: micro})
+	if err != nil {
+		s.storeError(w, err, "no account with that id")
+		return
+	}
+	s.cache.AddBalance(id, micro)
+	writeJSON(w, http.StatusOK, map[string]any{"balance_usd": usdNumber(balance)})
+}
+
+type ledgerTokens struct {
+	Input      int64 `json:"input"`
+	Cached     int64 `json:"cached"`
+	CacheWrite int64 `json:"cache_write"`
+	Output     int64 `json:"output"`
+	Reasoning  int64 `json:"reasoning"`
+}
+
+type ledgerEntryJSON struct {
+	RequestID  string        `json:"request_id"`
+	KeyID      string        `json:"key_id"`
+	Model      string        `json:"model"`
+	Deployment string        `json:"deployment"`
+	Tokens     ledgerTokens  `json:"tokens"`
+	CostUSD    json.Number   `json:"cost_usd"`
+	CostMicro  int64         `json:"cost_micro_usd"`
+	Kind       accounts.Kind `json:"kind"`
+	At         time.Time     `json:"at"`
+}
+
+// adminLedger answers the account's ledger, newest first: ?limit= entries (default 1000, at
+// most 10000).
+func (s *Server) adminLedger(w http.ResponseWriter, r *http.Request) {
+	limit := 1000
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 10000 {
+			badRequest(w, "limit", "limit must be 1..10000")
+			return
+		}
+		limit = n
+	}
+	id := r.PathValue("id")
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	s.flushLedger(ctx)
+	// An account that is not stored (a static key's, from the configuration) has a ledger but
+	// no balance: balance_usd is null.
+	var balance any
+	a, err := s.accts.Account(ctx, id)
+	if err == nil {
+		balance = usdNumber(a.BalanceMicroUSD)
+	} else if !errors.Is(err, accounts.ErrNotFound) {
+		s.storeError(w, err, "")
+		return
+	}
+	es, err := s.accts.Ledger(ctx, id, limit)
+	if err == nil && a == nil && len(es) == 0 {
+		err = accounts.ErrNotFound
+	}
+	if err != nil {
+		s.storeError(w, err, "no account with that id")
+		return
+	}
+	out := make([]ledgerEntryJSON, len(es))
+	for i := range es {
+		e := &es[i]
+		t := e.Tokens
+		out[i] = ledgerEntryJSON{RequestID: e.RequestID, KeyID: e.KeyID, Model: e.Model, Deployment: e.Deployment,
+			Tokens:  ledgerTokens{t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning},
+			CostUSD: usdNumber(e.AmountMicroUSD), CostMicro: e.AmountMicroUSD, Kind: e.Kind, At: e.At}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"balance_usd": balance, "entries": out})
+}

@@ -1,0 +1,60 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/layers"
+)
+
+// adminEffective answers a key's effective settings (contract.md: each field with value and
+// fixed_by), merged by layers.Effective from its account's, workspace's and own settings. A
+// stored settings object that the layers package refuses (settings are stored as opaque JSON
+// objects until the admin API validates them with it) is a 409 naming the layer.
+func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	k, err := s.accts.Key(ctx, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err, "no key with that id")
+		return
+	}
+	a, err := s.accts.Account(ctx, k.AccountID)
+	if err != nil {
+		s.storeError(w, err, "the key's account no longer exists")
+		return
+	}
+	type raw struct {
+		name     layers.Name
+		id       string
+		settings json.RawMessage
+	}
+	in := []raw{{layers.Account, a.ID, a.Settings}}
+	if k.WorkspaceID != "" {
+		ws, err := s.accts.Workspace(ctx, k.WorkspaceID)
+		if err != nil {
+			s.storeError(w, err, "the key's workspace no longer exists")
+			return
+		}
+		in = append(in, raw{layers.Workspace, ws.ID, ws.Settings})
+	}
+	in = append(in, raw{layers.Key, k.ID, k.Settings})
+	ls := make([]layers.Layer, 0, len(in))
+	for _, l := range in {
+		st, err := layers.Apply(layers.Settings{}, l.settings)
+		if err != nil {
+			adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
+				Msg: fmt.Sprintf("the stored settings of %s %s are not valid settings: %v", l.name, l.id, err)})
+			return
+		}
+		ls = append(ls, layers.Layer{Name: l.name, ID: l.id, Settings: st})
+	}
+	m, err := layers.Effective(ls...)
+	if err != nil {
+		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Msg: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}

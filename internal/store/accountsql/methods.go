@@ -1,0 +1,346 @@
+package accountsql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+)
+
+// CreateAccount implements accounts.Store.
+func (s *Store) CreateAccount(ctx context.Context, a *accounts.Account) error {
+	settings, err := settingsText(a.Settings)
+	if err != nil {
+		return wrap("creating account", err)
+	}
+	billing := a.Billing
+	if billing == "" {
+		billing = accounts.Unmetered
+	}
+	return wrap("creating account", s.inTx(ctx, func(tx *sql.Tx) error {
+		if ok, err := s.exists(ctx, tx, `SELECT 1 FROM accounts WHERE id = ?`, a.ID); err != nil || ok {
+			return existsErr(ok, err)
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO accounts (id, name, settings, billing, balance_micro_usd, created_at)
+            VALUES (?, ?, ?, ?, ?, ?)`), a.ID, a.Name, settings, string(billing), a.BalanceMicroUSD, createdAt(a.CreatedAt))
+		return err
+	}))
+}
+
+// CreateWorkspace implements accounts.Store.
+func (s *Store) CreateWorkspace(ctx context.Context, w *accounts.Workspace) error {
+	settings, err := settingsText(w.Settings)
+	if err != nil {
+		return wrap("creating workspace", err)
+	}
+	return wrap("creating workspace", s.inTx(ctx, func(tx *sql.Tx) error {
+		if ok, err := s.exists(ctx, tx, `SELECT 1 FROM accounts WHERE id = ?`+s.forShare(), w.AccountID); err != nil || !ok {
+			return notFoundErr(ok, err, "account")
+		}
+		if ok, err := s.exists(ctx, tx, `SELECT 1 FROM workspaces WHERE id = ?`, w.ID); err != nil || ok {
+			return existsErr(ok, err)
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workspaces (id, account_id, name, settings, created_at)
+            VALUES (?, ?, ?, ?, ?)`), w.ID, w.AccountID, w.Name, settings, createdAt(w.CreatedAt))
+		return err
+	}))
+}
+
+// CreateKey implements accounts.Store.
+func (s *Store) CreateKey(ctx context.Context, k *accounts.Key) error {
+	settings, err := settingsText(k.Settings)
+	if err != nil {
+		return wrap("creating key", err)
+	}
+	var ws any
+	if k.WorkspaceID != "" {
+		ws = k.WorkspaceID
+	}
+	return wrap("creating key", s.inTx(ctx, func(tx *sql.Tx) error {
+		if ok, err := s.exists(ctx, tx, `SELECT 1 FROM accounts WHERE id = ?`+s.forShare(), k.AccountID); err != nil || !ok {
+			return notFoundErr(ok, err, "account")
+		}
+		if k.WorkspaceID != "" {
+			ok, err := s.exists(ctx, tx, `SELECT 1 FROM workspaces WHERE id = ? AND account_id = ?`+s.forShare(), k.WorkspaceID, k.AccountID)
+			if err != nil || !ok {
+				return notFoundErr(ok, err, "workspace of that account")
+			}
+		}
+		if ok, err := s.exists(ctx, tx, `SELECT 1 FROM keys WHERE id = ? OR secret_hash = ?`, k.ID, k.SecretHash[:]); err != nil || ok {
+			return existsErr(ok, err)
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO keys (id, account_id, workspace_id, name, prefix, secret_hash, settings, revoked_at, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), k.ID, k.AccountID, ws, k.Name, k.Prefix, k.SecretHash[:], settings,
+			nanos(k.RevokedAt), createdAt(k.CreatedAt))
+		return err
+	}))
+}
+
+// forShare locks a parent row against a concurrent change on Postgres.
+func (s *Store) forShare() string {
+	if s.pg {
+		return " FOR SHARE"
+	}
+	return ""
+}
+
+func createdAt(t time.Time) int64 {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return t.UnixNano()
+}
+
+func existsErr(found bool, err error) error {
+	if err != nil {
+		return err
+	}
+	if found {
+		return accounts.ErrExists
+	}
+	return nil
+}
+
+func notFoundErr(found bool, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("no such %s: %w", what, accounts.ErrNotFound)
+	}
+	return nil
+}
+
+// Account implements accounts.Store.
+func (s *Store) Account(ctx context.Context, id string) (*accounts.Account, error) {
+	a, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+accountCols+` FROM accounts WHERE id = ?`), id), scanAccount)
+	return a, wrap("reading account", err)
+}
+
+// Workspace implements accounts.Store.
+func (s *Store) Workspace(ctx context.Context, id string) (*accounts.Workspace, error) {
+	w, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE id = ?`), id), scanWorkspace)
+	return w, wrap("reading workspace", err)
+}
+
+// Key implements accounts.Store.
+func (s *Store) Key(ctx context.Context, id string) (*accounts.Key, error) {
+	k, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+keyCols+` FROM keys WHERE id = ?`), id), scanKey)
+	return k, wrap("reading key", err)
+}
+
+// UpdateAccount implements accounts.Store.
+func (s *Store) UpdateAccount(ctx context.Context, id string, f func(*accounts.Account) error) (*accounts.Account, error) {
+	var out *accounts.Account
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		a, err := one(tx.QueryRowContext(ctx, s.q(`SELECT `+accountCols+` FROM accounts WHERE id = ?`+s.forUpdate), id), scanAccount)
+		if err != nil {
+			return err
+		}
+		if err := f(a); err != nil {
+			return err
+		}
+		settings, err := settingsText(a.Settings)
+		if err != nil {
+			return err
+		}
+		if _, err := accounts.ParseBilling(string(a.Billing)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE accounts SET name = ?, settings = ?, billing = ? WHERE id = ?`),
+			a.Name, settings, string(a.Billing), id); err != nil {
+			return err
+		}
+		a.ID, a.Settings, out = id, []byte(settings), a
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("updating account", err)
+	}
+	return out, nil
+}
+
+// UpdateWorkspace implements accounts.Store.
+func (s *Store) UpdateWorkspace(ctx context.Context, id string, f func(*accounts.Workspace) error) (*accounts.Workspace, error) {
+	var out *accounts.Workspace
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		w, err := one(tx.QueryRowContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE id = ?`+s.forUpdate), id), scanWorkspace)
+		if err != nil {
+			return err
+		}
+		if err := f(w); err != nil {
+			return err
+		}
+		settings, err := settingsText(w.Settings)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE workspaces SET name = ?, settings = ? WHERE id = ?`), w.Name, settings, id); err != nil {
+			return err
+		}
+		w.ID, w.Settings, out = id, []byte(settings), w
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("updating workspace", err)
+	}
+	return out, nil
+}
+
+// UpdateKey implements accounts.Store.
+func (s *Store) UpdateKey(ctx context.Context, id string, f func(*accounts.Key) error) (*accounts.Key, error) {
+	var out *accounts.Key
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		k, err := one(tx.QueryRowContext(ctx, s.q(`SELECT `+keyCols+` FROM keys WHERE id = ?`+s.forUpdate), id), scanKey)
+		if err != nil {
+			return err
+		}
+		if err := f(k); err != nil {
+			return err
+		}
+		settings, err := settingsText(k.Settings)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE keys SET name = ?, settings = ?, revoked_at = ? WHERE id = ?`),
+			k.Name, settings, nanos(k.RevokedAt), id); err != nil {
+			return err
+		}
+		k.ID, k.Settings, out = id, []byte(settings), k
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("updating key", err)
+	}
+	return out, nil
+}
+
+// ActiveKeys implements accounts.Store.
+func (s *Store) ActiveKeys(ctx context.Context) ([]accounts.Key, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+keyCols+` FROM keys WHERE revoked_at IS NULL`)
+	if err != nil {
+		return nil, wrap("reading keys", err)
+	}
+	defer rows.Close()
+	var out []accounts.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, wrap("reading keys", err)
+		}
+		out = append(out, *k)
+	}
+	return out, wrap("reading keys", rows.Err())
+}
+
+// Accounts implements accounts.Store.
+func (s *Store) Accounts(ctx context.Context) ([]accounts.Account, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts`)
+	if err != nil {
+		return nil, wrap("reading accounts", err)
+	}
+	defer rows.Close()
+	var out []accounts.Account
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, wrap("reading accounts", err)
+		}
+		out = append(out, *a)
+	}
+	return out, wrap("reading accounts", rows.Err())
+}
+
+const insertEntry = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
+    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, e *accounts.LedgerEntry) (bool, error) {
+	t := &e.Tokens
+	res, err := tx.ExecContext(ctx, s.q(insertEntry), createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model,
+		e.Deployment, string(e.Kind), t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// Credit implements accounts.Store.
+func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, error) {
+	if e.Kind != accounts.KindCredit || e.AmountMicroUSD <= 0 {
+		return 0, errors.New("store: a credit must be of kind credit with a positive amount")
+	}
+	var balance int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, s.q(`UPDATE accounts SET balance_micro_usd = balance_micro_usd + ? WHERE id = ?
+            RETURNING balance_micro_usd`), e.AmountMicroUSD, e.AccountID).Scan(&balance)
+		if errors.Is(err, sql.ErrNoRows) {
+			return accounts.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		_, err = s.insert(ctx, tx, e)
+		return err
+	})
+	return balance, wrap("crediting account", err)
+}
+
+// AppendLedger implements accounts.Store.
+func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	return wrap("writing the ledger", s.inTx(ctx, func(tx *sql.Tx) error {
+		for i := range entries {
+			e := &entries[i]
+			added, err := s.insert(ctx, tx, e)
+			if err != nil {
+				return err
+			}
+			if !added || e.Kind != accounts.KindSettle || e.AmountMicroUSD == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE accounts SET balance_micro_usd = balance_micro_usd - ? WHERE id = ?`),
+				e.AmountMicroUSD, e.AccountID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// Ledger implements accounts.Store.
+func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]accounts.LedgerEntry, error) {
+	query := `SELECT id, at, account_id, key_id, request_id, model, deployment, kind,
+        input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd
+        FROM ledger WHERE account_id = ? ORDER BY id DESC`
+	args := []any{accountID}
+	if limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, wrap("reading the ledger", err)
+	}
+	defer rows.Close()
+	out := []accounts.LedgerEntry{}
+	for rows.Next() {
+		var e accounts.LedgerEntry
+		var at sql.NullInt64
+		var kind string
+		t := &e.Tokens
+		if err := rows.Scan(&e.ID, &at, &e.AccountID, &e.KeyID, &e.RequestID, &e.Model, &e.Deployment, &kind,
+			&t.Input, &t.Cached, &t.CacheWrite, &t.Output, &t.Reasoning, &e.AmountMicroUSD); err != nil {
+			return nil, wrap("reading the ledger", err)
+		}
+		e.At, e.Kind = fromNanos(at), accounts.Kind(kind)
+		out = append(out, e)
+	}
+	return out, wrap("reading the ledger", rows.Err())
+}

@@ -1,0 +1,351 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+)
+
+// OpenAccounts returns a fresh, empty store for t, closed and removed by a t.Cleanup it
+// registers.
+type OpenAccounts func(t testing.TB) accounts.Store
+
+// RunAccounts runs the accounts.Store behaviour suite (R-KEY-1, R-BILL-1..4) against fresh
+// stores from open, one per subtest.
+func RunAccounts(t *testing.T, open OpenAccounts) {
+	tests := []struct {
+		name string
+		test func(t *testing.T, st accounts.Store)
+	}{
+		{"RoundTrip", testAccountsRoundTrip},
+		{"NotFoundAndExists", testAccountsNotFound},
+		{"Update", testAccountsUpdate},
+		{"ConcurrentUpdates", testAccountsConcurrentUpdates},
+		{"Ledger", testLedger},
+		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
+		{"ConcurrentSettles", testConcurrentSettles},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
+	}
+}
+
+var bg = context.Background()
+
+// sameJSON fails t unless got and want are the same JSON value (Postgres JSONB reorders keys).
+func sameJSON(t *testing.T, what string, got, want json.RawMessage) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: stored %q is not JSON: %v", what, got, err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("%s = %s, want %s", what, got, want)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seed stores account a1 (with workspace w1) and a2, and returns a key of a1 in w1.
+func seed(t *testing.T, st accounts.Store) *accounts.Key {
+	t.Helper()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+	must(t, st.CreateAccount(bg, &accounts.Account{ID: "a1", Name: "Acme", Settings: json.RawMessage(`{"b":1,"a":{"x":[1,2]}}`),
+		Billing: accounts.Prepaid, CreatedAt: at}))
+	must(t, st.CreateAccount(bg, &accounts.Account{ID: "a2", Name: "Other"}))
+	must(t, st.CreateWorkspace(bg, &accounts.Workspace{ID: "w1", AccountID: "a1", Name: "team", CreatedAt: at}))
+	_, prefix, hash := accounts.NewSecret()
+	k := &accounts.Key{ID: "k1", AccountID: "a1", WorkspaceID: "w1", Name: "ci", Prefix: prefix, SecretHash: hash,
+		Settings: json.RawMessage(`{"models":["m"]}`), CreatedAt: at}
+	must(t, st.CreateKey(bg, k))
+	return k
+}
+
+// testAccountsRoundTrip: every field reads back as written; settings absent read back as {};
+// the secret hash is stored byte for byte.
+func testAccountsRoundTrip(t *testing.T, st accounts.Store) {
+	k := seed(t, st)
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	if a.Name != "Acme" || a.Billing != accounts.Prepaid || a.BalanceMicroUSD != 0 ||
+		!a.CreatedAt.Equal(time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)) {
+		t.Errorf("account = %+v", a)
+	}
+	sameJSON(t, "account settings", a.Settings, json.RawMessage(`{"a":{"x":[1,2]},"b":1}`))
+	a2, err := st.Account(bg, "a2")
+	must(t, err)
+	sameJSON(t, "empty settings", a2.Settings, json.RawMessage(`{}`))
+	if a2.Billing != accounts.Unmetered || a2.CreatedAt.IsZero() {
+		t.Errorf("defaults: %+v", a2)
+	}
+	w, err := st.Workspace(bg, "w1")
+	must(t, err)
+	if w.AccountID != "a1" || w.Name != "team" {
+		t.Errorf("workspace = %+v", w)
+	}
+	got, err := st.Key(bg, "k1")
+	must(t, err)
+	sameJSON(t, "key settings", got.Settings, k.Settings)
+	got.Settings, k.Settings = nil, nil
+	if !reflect.DeepEqual(got, k) {
+		t.Errorf("key\n got %+v\nwant %+v", got, k)
+	}
+	_, prefix, hash := accounts.NewSecret()
+	must(t, st.CreateKey(bg, &accounts.Key{ID: "k2", AccountID: "a2", Prefix: prefix, SecretHash: hash}))
+	k2, err := st.Key(bg, "k2")
+	must(t, err)
+	if k2.WorkspaceID != "" || k2.SecretHash != hash {
+		t.Errorf("key without workspace = %+v", k2)
+	}
+	keys, err := st.ActiveKeys(bg)
+	must(t, err)
+	accts, err := st.Accounts(bg)
+	must(t, err)
+	if len(keys) != 2 || len(accts) != 2 {
+		t.Errorf("ActiveKeys %d, Accounts %d; want 2, 2", len(keys), len(accts))
+	}
+}
+
+// testAccountsNotFound: missing parents are ErrNotFound and nothing is stored; taken ids and
+// hashes are ErrExists; settings that are not an object are refused.
+func testAccountsNotFound(t *testing.T, st accounts.Store) {
+	k := seed(t, st)
+	_, _, hash := accounts.NewSecret()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"account", func() error { _, err := st.Account(bg, "nope"); return err }(), accounts.ErrNotFound},
+		{"workspace", func() error { _, err := st.Workspace(bg, "nope"); return err }(), accounts.ErrNotFound},
+		{"key", func() error { _, err := st.Key(bg, "nope"); return err }(), accounts.ErrNotFound},
+		{"workspace of a missing account", st.CreateWorkspace(bg, &accounts.Workspace{ID: "w9", AccountID: "nope"}), accounts.ErrNotFound},
+		{"key of a missing account", st.CreateKey(bg, &accounts.Key{ID: "k9", AccountID: "nope", SecretHash: hash}), accounts.ErrNotFound},
+		{"key in another account's workspace", st.CreateKey(bg, &accounts.Key{ID: "k9", AccountID: "a2", WorkspaceID: "w1", SecretHash: hash}), accounts.ErrNotFound},
+		{"duplicate account", st.CreateAccount(bg, &accounts.Account{ID: "a1"}), accounts.ErrExists},
+		{"duplicate workspace", st.CreateWorkspace(bg, &accounts.Workspace{ID: "w1", AccountID: "a2"}), accounts.ErrExists},
+		{"duplicate key id", st.CreateKey(bg, &accounts.Key{ID: "k1", AccountID: "a2", SecretHash: hash}), accounts.ErrExists},
+		{"duplicate key hash", st.CreateKey(bg, &accounts.Key{ID: "k8", AccountID: "a2", SecretHash: k.SecretHash}), accounts.ErrExists},
+		{"update of a missing key", func() error {
+			_, err := st.UpdateKey(bg, "nope", func(*accounts.Key) error { return nil })
+			return err
+		}(), accounts.ErrNotFound},
+	} {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
+		}
+	}
+	if err := st.CreateAccount(bg, &accounts.Account{ID: "a3", Settings: json.RawMessage(`[1]`)}); err == nil {
+		t.Error("settings [1] accepted")
+	}
+	for _, id := range []string{"k9", "k8"} {
+		if _, err := st.Key(bg, id); !errors.Is(err, accounts.ErrNotFound) {
+			t.Errorf("refused key %s stored: %v", id, err)
+		}
+	}
+}
+
+// testAccountsUpdate: an update writes what f changed; f's error writes nothing; a revoked
+// key leaves ActiveKeys; ids and balance are not changed by an update.
+func testAccountsUpdate(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	a, err := st.UpdateAccount(bg, "a1", func(a *accounts.Account) error {
+		a.Settings = json.RawMessage(`{"billing":"unmetered"}`)
+		a.Billing, a.Name, a.BalanceMicroUSD, a.ID = accounts.Unmetered, "Acme 2", 999, "zzz"
+		return nil
+	})
+	must(t, err)
+	if a.ID != "a1" {
+		t.Errorf("update returned id %q", a.ID)
+	}
+	got, err := st.Account(bg, "a1")
+	must(t, err)
+	if got.Name != "Acme 2" || got.Billing != accounts.Unmetered || got.BalanceMicroUSD != 0 {
+		t.Errorf("after update: %+v", got)
+	}
+	sameJSON(t, "updated settings", got.Settings, json.RawMessage(`{"billing":"unmetered"}`))
+	boom := errors.New("boom")
+	if _, err := st.UpdateWorkspace(bg, "w1", func(w *accounts.Workspace) error { w.Name = "x"; return boom }); !errors.Is(err, boom) {
+		t.Errorf("f's error: %v", err)
+	}
+	if w, _ := st.Workspace(bg, "w1"); w.Name != "team" {
+		t.Errorf("a failed update wrote %q", w.Name)
+	}
+	if _, err := st.UpdateKey(bg, "k1", func(k *accounts.Key) error { k.Settings = json.RawMessage(`"x"`); return nil }); err == nil {
+		t.Error("settings \"x\" accepted")
+	}
+	revoked := time.Date(2026, 4, 1, 0, 0, 0, 5, time.UTC)
+	_, err = st.UpdateKey(bg, "k1", func(k *accounts.Key) error { k.RevokedAt = revoked; return nil })
+	must(t, err)
+	k, err := st.Key(bg, "k1")
+	must(t, err)
+	if !k.RevokedAt.Equal(revoked) {
+		t.Errorf("revoked_at = %v", k.RevokedAt)
+	}
+	keys, err := st.ActiveKeys(bg)
+	must(t, err)
+	if len(keys) != 0 {
+		t.Errorf("ActiveKeys after revocation: %+v", keys)
+	}
+}
+
+// testAccountsConcurrentUpdates: concurrent read-modify-write updates of one row serialise:
+// no field set by one is lost to another (the PATCH merge relies on it).
+func testAccountsConcurrentUpdates(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	const n = 8
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := st.UpdateAccount(bg, "a2", func(a *accounts.Account) error {
+				merged, err := accounts.MergeSettings(a.Settings, json.RawMessage(fmt.Sprintf(`{"f%d":%d}`, i, i)))
+				a.Settings = merged
+				return err
+			})
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	a, err := st.Account(bg, "a2")
+	must(t, err)
+	var m map[string]int
+	must(t, json.Unmarshal(a.Settings, &m))
+	if len(m) != n {
+		t.Errorf("after %d concurrent updates: %s", n, a.Settings)
+	}
+}
+
+func settle(acct, req string, micro int64) accounts.LedgerEntry {
+	return accounts.LedgerEntry{At: time.Date(2026, 3, 1, 12, 0, 0, 7, time.UTC), AccountID: acct, KeyID: "k1",
+		RequestID: req, Model: "gpt-4o-mini", Deployment: "oa-primary", Kind: accounts.KindSettle,
+		Tokens: accounts.Tokens{Input: 11, Cached: 22, CacheWrite: 33, Output: 44, Reasoning: 5}, AmountMicroUSD: micro}
+}
+
+// testLedger: credits and settles change the balance in their transaction; the balance is
+// credits minus settles; a settle written twice (a retried batch) bills once; entries of an
+// account that is not stored (a static key's) are kept; the ledger reads newest first.
+func testLedger(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	bal, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 5_000_000})
+	must(t, err)
+	if bal != 5_000_000 {
+		t.Errorf("balance after credit = %d", bal)
+	}
+	if _, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "nope", Kind: accounts.KindCredit, AmountMicroUSD: 1}); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("credit of a missing account: %v", err)
+	}
+	if _, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: -1}); err == nil {
+		t.Error("negative credit accepted")
+	}
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{settle("a1", "r1", 1234), settle("static", "r2", 77), settle("a1", "r3", 0)}))
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{settle("a1", "r1", 1234), settle("a1", "r4", 1)})) // r1 again: skipped
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	if want := int64(5_000_000 - 1234 - 1); a.BalanceMicroUSD != want {
+		t.Errorf("balance = %d, want %d", a.BalanceMicroUSD, want)
+	}
+	es, err := st.Ledger(bg, "a1", 0)
+	must(t, err)
+	if len(es) != 4 {
+		t.Fatalf("ledger has %d entries, want 4: %+v", len(es), es)
+	}
+	for i, want := range []string{"r4", "r3", "r1", ""} {
+		if es[i].RequestID != want {
+			t.Errorf("entry %d is %q, want %q (newest first)", i, es[i].RequestID, want)
+		}
+	}
+	if es[3].Kind != accounts.KindCredit || es[3].AmountMicroUSD != 5_000_000 || es[3].At.IsZero() {
+		t.Errorf("credit entry %+v", es[3])
+	}
+	want := settle("a1", "r1", 1234)
+	want.ID = es[2].ID
+	if !reflect.DeepEqual(es[2], want) {
+		t.Errorf("settle entry\n got %+v\nwant %+v", es[2], want)
+	}
+	if es, _ := st.Ledger(bg, "a1", 2); len(es) != 2 || es[0].RequestID != "r4" {
+		t.Errorf("limit 2: %+v", es)
+	}
+	if es, _ := st.Ledger(bg, "static", 0); len(es) != 1 || es[0].AmountMicroUSD != 77 {
+		t.Errorf("static account's ledger: %+v", es)
+	}
+	if es, err := st.Ledger(bg, "none", 0); err != nil || es == nil || len(es) != 0 {
+		t.Errorf("empty ledger: %v, %v (want [], nil)", es, err)
+	}
+}
+
+// testLedgerAtomic: a batch with a bad entry writes nothing, balance included.
+func testLedgerAtomic(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	bad := settle("a1", "r2", 5)
+	bad.Kind = "bogus"
+	if err := st.AppendLedger(bg, []accounts.LedgerEntry{settle("a1", "r1", 100), bad}); err == nil {
+		t.Fatal("an entry of kind bogus was accepted")
+	}
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	es, err := st.Ledger(bg, "a1", 0)
+	must(t, err)
+	if a.BalanceMicroUSD != 0 || len(es) != 0 {
+		t.Errorf("after a failed batch: balance %d, %d entries", a.BalanceMicroUSD, len(es))
+	}
+	must(t, st.AppendLedger(bg, nil))
+}
+
+// testConcurrentSettles: concurrent batches and credits change the balance exactly.
+func testConcurrentSettles(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	const writers, batches = 4, 10
+	var wg sync.WaitGroup
+	errc := make(chan error, 2*writers)
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				if err := st.AppendLedger(bg, []accounts.LedgerEntry{settle("a1", fmt.Sprintf("w%d-%d-a", w, b), 3),
+					settle("a1", fmt.Sprintf("w%d-%d-b", w, b), 4)}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			for range batches {
+				if _, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 10}); err != nil {
+					errc <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	if want := int64(writers * batches * (10 - 7)); a.BalanceMicroUSD != want {
+		t.Errorf("balance = %d, want %d", a.BalanceMicroUSD, want)
+	}
+}
