@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/layers"
 )
 
 // DefaultReloadInterval is how often [Cache.Run] reloads keys and accounts from the store when
@@ -20,12 +22,23 @@ const DefaultReloadInterval = 5 * time.Second
 type KeyInfo struct {
 	ID, AccountID, WorkspaceID, Name string
 	Settings                         json.RawMessage
+	// Effective is the merge of the key's account, workspace and own settings
+	// (layers.Effective), recomputed whenever one of the three is put or reloaded.
+	Effective layers.Merged
+	// EffectiveErr is non-nil when the stored settings cannot be merged: a settings object the
+	// layers package refuses, a conflict, or a workspace the cache does not hold. A key in that
+	// state is refused at request time (fail closed).
+	EffectiveErr error
+	// Layers are the limits the key is held to (key, workspace, account, then the extra layers
+	// of CacheOptions.AccountLayers); nil when none limits anything.
+	Layers []admission.Layer
 }
 
 // account is the cache's view of an account: its billing mode and balance, and the sum of the
 // reserves of prepaid requests in flight. Entries are updated in place, never replaced, so a
 // Charge may keep a pointer.
 type account struct {
+	settings json.RawMessage
 	billing  Billing
 	balance  int64 // micro-USD: the store's balance minus the settles not yet written
 	reserved int64 // micro-USD
@@ -42,6 +55,7 @@ type keyEntry struct {
 // it fresh with Run.
 type Cache struct {
 	st       Store
+	extra    func(accountID string) []admission.Layer
 	interval time.Duration
 	pending  func(accountID string) int64
 	logf     func(string, ...any)
@@ -51,6 +65,7 @@ type Cache struct {
 	byID    map[string][sha256.Size]byte
 	revoked map[string]bool // ids revoked in this process: a reload never brings them back
 	accts   map[string]*account
+	wss     map[string]*workspace
 	gen     uint64
 }
 
@@ -63,6 +78,10 @@ type CacheOptions struct {
 	Pending func(accountID string) int64
 	// Logf logs failed reloads (the store's error only); nil discards.
 	Logf func(format string, args ...any)
+	// AccountLayers returns limits layers that apply to every stored key of an account besides
+	// its stored settings' limits (the configured accounts' limits); nil adds none. It is
+	// called with the cache's lock held and must not call the cache.
+	AccountLayers func(accountID string) []admission.Layer
 }
 
 // NewCache returns an empty cache over st, which must not be nil.
@@ -79,12 +98,16 @@ func NewCache(st Store, o CacheOptions) *Cache {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.AccountLayers == nil {
+		o.AccountLayers = func(string) []admission.Layer { return nil }
+	}
 	return &Cache{
-		st: st, interval: o.ReloadInterval, pending: o.Pending, logf: o.Logf,
+		st: st, extra: o.AccountLayers, interval: o.ReloadInterval, pending: o.Pending, logf: o.Logf,
 		keys:    make(map[[sha256.Size]byte]*keyEntry),
 		byID:    make(map[string][sha256.Size]byte),
 		revoked: make(map[string]bool),
 		accts:   make(map[string]*account),
+		wss:     make(map[string]*workspace),
 	}
 }
 
@@ -116,8 +139,9 @@ func (c *Cache) putLocked(k *Key, gen uint64) {
 		delete(c.keys, old)
 	}
 	c.byID[k.ID] = k.SecretHash
-	c.keys[k.SecretHash] = &keyEntry{gen: gen, info: &KeyInfo{ID: k.ID, AccountID: k.AccountID,
-		WorkspaceID: k.WorkspaceID, Name: k.Name, Settings: k.Settings}}
+	info := &KeyInfo{ID: k.ID, AccountID: k.AccountID, WorkspaceID: k.WorkspaceID, Name: k.Name, Settings: k.Settings}
+	c.deriveLocked(info)
+	c.keys[k.SecretHash] = &keyEntry{gen: gen, info: info}
 }
 
 // Evict removes the key with id at once and for good in this process: a later reload does not
@@ -136,15 +160,17 @@ func (c *Cache) evictLocked(id string) {
 	}
 }
 
-// PutAccount records a's billing mode; a new account's balance is taken from a, a known one's
-// is kept (only credits and settles change it, through AddBalance and Charge).
+// PutAccount records a's billing mode and settings (the effective settings of its keys are
+// recomputed); a new account's balance is taken from a, a known one's is kept (only credits and
+// settles change it, through AddBalance and Charge).
 func (c *Cache) PutAccount(a *Account) {
 	c.mu.Lock()
 	if e := c.accts[a.ID]; e != nil {
-		e.billing = a.Billing
+		e.billing, e.settings = a.Billing, a.Settings
 	} else {
-		c.accts[a.ID] = &account{billing: a.Billing, balance: a.BalanceMicroUSD}
+		c.accts[a.ID] = &account{billing: a.Billing, balance: a.BalanceMicroUSD, settings: a.Settings}
 	}
+	c.rederiveLocked(func(k *KeyInfo) bool { return k.AccountID == a.ID })
 	c.mu.Unlock()
 }
 
@@ -239,8 +265,9 @@ func (ch *Charge) Release() {
 }
 
 // Reload replaces the cache's keys and accounts with the store's: keys revoked elsewhere stop
-// working, keys created elsewhere start, and each account's billing and balance (the stored
-// balance minus the settles still queued) are refreshed. Keys put or evicted in this process
+// working, keys created elsewhere start, and each account's billing, balance (the stored
+// balance minus the settles still queued) and settings are refreshed, with the settings of
+// every workspace an active key belongs to; every key's effective settings are recomputed. Keys put or evicted in this process
 // while the reload reads are kept as put or evicted. It returns the store's error, leaving the
 // cache unchanged.
 func (c *Cache) Reload(ctx context.Context) error {
@@ -260,8 +287,24 @@ func (c *Cache) Reload(ctx context.Context) error {
 	for i := range accts {
 		pending[i] = c.pending(accts[i].ID)
 	}
+	wss, err := c.loadWorkspaces(ctx, keys)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for i := range accts { // before the keys, whose effective settings read them
+		a := &accts[i]
+		e := c.accts[a.ID]
+		if e == nil {
+			e = new(account)
+			c.accts[a.ID] = e
+		}
+		e.billing, e.balance, e.settings = a.Billing, a.BalanceMicroUSD-pending[i], a.Settings
+	}
+	for i := range wss {
+		c.wss[wss[i].ID] = &workspace{accountID: wss[i].AccountID, settings: wss[i].Settings}
+	}
 	for i := range keys {
 		if !c.revoked[keys[i].ID] {
 			c.putLocked(&keys[i], gen)
@@ -272,15 +315,6 @@ func (c *Cache) Reload(ctx context.Context) error {
 			delete(c.keys, h)
 			delete(c.byID, id)
 		}
-	}
-	for i := range accts {
-		a := &accts[i]
-		e := c.accts[a.ID]
-		if e == nil {
-			e = new(account)
-			c.accts[a.ID] = e
-		}
-		e.billing, e.balance = a.Billing, a.BalanceMicroUSD-pending[i]
 	}
 	return nil
 }

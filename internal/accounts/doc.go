@@ -14,8 +14,10 @@
 //     request path, retrying a failed batch (credits are written synchronously by the admin
 //     API instead; see [Writer] for what a crash can lose).
 //
-// Costs are integers in micro-USD (1e-6 USD) everywhere, never floats. Settings are opaque
-// JSON objects here; their layered meaning belongs to the layers package.
+// Costs are integers in micro-USD (1e-6 USD) everywhere, never floats. Settings are stored as
+// JSON objects; their layered meaning belongs to the layers package, which the Cache uses to
+// keep each key's effective settings (account -> workspace -> key, [KeyInfo].Effective) and its
+// limits as admission layers, recomputed whenever one of the three is put or reloaded (R-KEY-2).
 //
 // The package does not import net/http.
 package accounts

@@ -9,7 +9,8 @@ import (
 )
 
 // Reasons a route is dropped from the pool, as shown in plans. A route carries the reason of the
-// first filter it fails, in the order of R-ADMIT: pin, only, ignore, context, protocol, circuit.
+// first filter it fails, in the order of R-ADMIT: the key's providers, pin, only, ignore, the
+// key's tier scope, context, protocol, circuit.
 // Before those, a reserved route that the request may not use (R-KEY-6) is dropped as
 // ReasonReserved, and a public route of an endpoint without public fallback as
 // ReasonNoPublicFallback: neither belongs to the request's pool at all, so neither names the
@@ -18,30 +19,36 @@ const (
 	ReasonReserved         = "reserved"            // a reserved deployment, and the request is not through an endpoint listing it (R-KEY-6)
 	ReasonNoPublicFallback = "public fallback off" // a public deployment, and the request's endpoint has public_fallback false (R-KEY-6)
 
-	ReasonPin         = "not the pinned provider"  // a `model:provider` pin names another provider (R-SUFFIX-1)
-	ReasonOnly        = "not in provider.only"     // provider.only does not name it (R-ORDER-6)
-	ReasonIgnore      = "in provider.ignore"       // provider.ignore names it (R-ORDER-6)
-	ReasonContext     = "context window too small" // the input estimate reaches the window (R-ADMIT-4)
-	ReasonProtocol    = "protocol not served"      // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
-	ReasonCircuitOpen = "circuit open"             // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	ReasonProviders   = "not in the key's providers" // the effective `providers` setting does not name it (R-ADMIT-2)
+	ReasonPin         = "not the pinned provider"    // a `model:provider` pin names another provider (R-SUFFIX-1)
+	ReasonOnly        = "not in provider.only"       // provider.only does not name it (R-ORDER-6)
+	ReasonIgnore      = "in provider.ignore"         // provider.ignore names it (R-ORDER-6)
+	ReasonTierScope   = "outside the tier scope"     // the deployment's tier is outside the effective tier_scope (R-ADMIT-3)
+	ReasonContext     = "context window too small"   // the input estimate reaches the window (R-ADMIT-4)
+	ReasonProtocol    = "protocol not served"        // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
+	ReasonCircuitOpen = "circuit open"               // the deployment's or (deployment, model) circuit is open, or its provider is paused
 )
 
 // rank orders the reasons as the filters run; the highest rank among the dropped routes is the
 // filter that emptied the pool.
 func rank(reason string) int {
 	switch reason {
-	case ReasonPin:
+	case ReasonProviders:
 		return 1
-	case ReasonOnly:
+	case ReasonPin:
 		return 2
-	case ReasonIgnore:
+	case ReasonOnly:
 		return 3
-	case ReasonContext:
+	case ReasonIgnore:
 		return 4
-	case ReasonProtocol:
+	case ReasonTierScope:
 		return 5
-	case ReasonCircuitOpen:
+	case ReasonContext:
 		return 6
+	case ReasonProtocol:
+		return 7
+	case ReasonCircuitOpen:
+		return 8
 	}
 	return 0
 }
@@ -82,12 +89,16 @@ func admitRoute(p *Plan, rt *catalog.Route, m *catalog.Model, in *Input, h Healt
 	dep := rt.Deployment
 	reason := ""
 	switch {
+	case len(in.Providers) > 0 && index(in.Providers, dep) < 0:
+		reason = ReasonProviders
 	case pr.Pin != "" && !matches(pr.Pin, dep):
 		reason = ReasonPin
 	case len(pr.Only) > 0 && index(pr.Only, dep) < 0:
 		reason = ReasonOnly
 	case len(pr.Ignore) > 0 && index(pr.Ignore, dep) >= 0:
 		reason = ReasonIgnore
+	case !inScope(in.TierScope, dep.Tier):
+		reason = ReasonTierScope
 	case !fits(in.InputTokens, rt, m):
 		reason = ReasonContext
 	case !dep.Supports(in.Protocol):
@@ -113,6 +124,13 @@ func fits(n int, rt *catalog.Route, m *catalog.Model) bool {
 	return n <= 0 || w <= 0 || n < w
 }
 
+// inScope reports whether a deployment of supply tier is within tier scope (R-ADMIT-3, R-KEY-3):
+// "" and "all" admit every tier; "official" and "value" admit only their own tier, so a
+// deployment without a tier is outside both.
+func inScope(scope, tier string) bool {
+	return scope == "" || scope == "all" || scope == tier
+}
+
 // matches reports whether name is the deployment's provider or its name.
 func matches(name string, d *catalog.Deployment) bool {
 	return name == d.Provider || name == d.Name
@@ -134,7 +152,9 @@ func index(names []string, d *catalog.Deployment) int {
 //   - a circuit: 503 gateway_error "all deployments cooling down" ([CoolingDown]);
 //   - the protocol: 400 invalid_request, no deployment serves this endpoint;
 //   - context fit: 400 context_overflow;
+//   - the tier scope: 400 invalid_request naming settings.tier_scope;
 //   - provider.ignore, provider.only or the pin: 400 invalid_request naming it;
+//   - the key's providers: 400 invalid_request naming settings.providers;
 //   - a model without routes, or none the request may use (reserved routes of a public
 //     request, public routes of an endpoint without public fallback): 400 invalid_request.
 //
@@ -155,6 +175,12 @@ func (p *Plan) Refusal() error {
 	case 0:
 		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 			Msg: fmt.Sprintf("no deployment serves model %q", p.Model)}
+	case rank(ReasonProviders):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "settings.providers",
+			Msg: fmt.Sprintf("this API key's providers setting excludes every deployment of model %q", p.Model)}
+	case rank(ReasonTierScope):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "settings.tier_scope",
+			Msg: fmt.Sprintf("this API key's tier_scope excludes every deployment of model %q", p.Model)}
 	case rank(ReasonPin):
 		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 			Msg: fmt.Sprintf("no deployment of provider %q serves model %q", p.pin, p.Model)}

@@ -108,6 +108,14 @@ type Input struct {
 	SessionKey string
 	// Prefs are the request's provider preferences and pin (R-ORDER-6, R-SUFFIX-1).
 	Prefs Preferences
+	// Providers is the caller's effective pinned-provider list (settings `providers`, R-ADMIT-2):
+	// routes of deployments it does not name (by provider or name) are dropped first. nil or
+	// empty is no restriction.
+	Providers []string
+	// TierScope is the caller's effective supply-tier scope (settings `tier_scope`, R-ADMIT-3):
+	// "official" or "value" drops the deployments of any other tier (an untiered one included);
+	// "" and "all" drop nothing.
+	TierScope string
 	// InputTokens is the request's estimated input size in tokens for the context-fit filter
 	// (R-ADMIT-4); 0 skips the filter.
 	InputTokens int

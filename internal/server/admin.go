@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/layers"
 	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
@@ -38,7 +40,8 @@ func (s *Server) initAccounts(cfg *config.Config, o Options) error {
 	s.accts = o.Accounts
 	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf})
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
-		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf})
+		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
+		AccountLayers: func(id string) []admission.Layer { return s.acctLayers[id] }})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	return s.cache.Reload(ctx)
@@ -193,18 +196,6 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowed []strin
 	return true
 }
 
-// checkSettings answers 400 unless settings (absent or null is {}) is a JSON object.
-func checkSettings(w http.ResponseWriter, settings json.RawMessage) (json.RawMessage, bool) {
-	if len(settings) == 0 || string(settings) == "null" {
-		return json.RawMessage(`{}`), true
-	}
-	if err := accounts.ValidSettings(settings); err != nil {
-		badRequest(w, "settings", "settings must be a JSON object")
-		return nil, false
-	}
-	return settings, true
-}
-
 func adminCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), storeTimeout)
 }
@@ -291,8 +282,14 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b, []string{"name", "settings"}, "name") {
 		return
 	}
-	settings, ok := checkSettings(w, b.Settings)
-	if !ok {
+	id := accounts.NewID("acct")
+	patch, err := parsePatch(b.Settings)
+	var settings json.RawMessage
+	if err == nil {
+		settings, err = propose(layers.Tree{Account: layers.Node{ID: id}}, layers.Account, id, patch)
+	}
+	if err != nil {
+		s.answerSettings(w, err, "")
 		return
 	}
 	billing, err := accounts.SettingsBilling(settings)
@@ -300,7 +297,7 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "settings.billing", "%v", err)
 		return
 	}
-	a := &accounts.Account{ID: accounts.NewID("acct"), Name: b.Name, Settings: settings, Billing: billing, CreatedAt: time.Now().UTC()}
+	a := &accounts.Account{ID: id, Name: b.Name, Settings: settings, Billing: billing, CreatedAt: time.Now().UTC()}
 	ctx, cancel := adminCtx(r)
 	defer cancel()
 	if err := s.accts.CreateAccount(ctx, a); err != nil {
@@ -328,37 +325,27 @@ type patchBody struct {
 	Settings json.RawMessage `json:"settings"`
 }
 
-// patch merges b into name and settings (contract.md: a settings field present replaces it,
-// absent is unchanged, null clears it). It returns the error to answer 400 with.
-func (b *patchBody) apply(name *string, settings *json.RawMessage) error {
-	if b.Name != nil {
-		*name = *b.Name
-	}
-	if len(b.Settings) == 0 || string(b.Settings) == "null" {
-		return nil
-	}
-	merged, err := accounts.MergeSettings(*settings, b.Settings)
-	if err != nil {
-		return err
-	}
-	*settings = merged
-	return nil
-}
-
-// errBadPatch marks an update refused for its body (400), not by the store.
-type errBadPatch struct{ error }
-
+// adminPatchAccount merges the body into the account (contract.md: a settings field present
+// replaces it, absent is unchanged, null clears it) after checking the account's whole tree
+// (R-KEY-3): a change that would leave a workspace or key with no candidate is 409.
 func (s *Server) adminPatchAccount(w http.ResponseWriter, r *http.Request) {
 	var b patchBody
 	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
 		return
 	}
+	id := r.PathValue("id")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
-	a, err := s.accts.UpdateAccount(ctx, r.PathValue("id"), func(a *accounts.Account) error {
-		if err := b.apply(&a.Name, &a.Settings); err != nil {
-			return errBadPatch{err}
-		}
+	settings, err := s.proposePatch(ctx, b.Settings, func() (layers.Tree, error) {
+		t, _, err := s.accountTree(ctx, id)
+		return t, err
+	}, layers.Account, id)
+	if err != nil {
+		s.answerSettings(w, err, "no account with that id")
+		return
+	}
+	a, err := s.accts.UpdateAccount(ctx, id, func(a *accounts.Account) error {
+		b.apply(&a.Name, &a.Settings, settings)
 		billing, err := accounts.SettingsBilling(a.Settings)
 		if err != nil {
 			return errBadPatch{err}
@@ -372,6 +359,33 @@ func (s *Server) adminPatchAccount(w http.ResponseWriter, r *http.Request) {
 	s.cache.PutAccount(a)
 	writeJSON(w, http.StatusOK, accountJSON(a))
 }
+
+// apply sets the name and, when settings is not nil, the settings.
+func (b *patchBody) apply(name *string, dst *json.RawMessage, settings json.RawMessage) {
+	if b.Name != nil {
+		*name = *b.Name
+	}
+	if settings != nil {
+		*dst = settings
+	}
+}
+
+// proposePatch checks a PATCH body's settings against the tree tree reads and returns the
+// node's new settings in canonical JSON; nil when the body changes no settings.
+func (s *Server) proposePatch(ctx context.Context, raw json.RawMessage, tree func() (layers.Tree, error), n layers.Name, id string) (json.RawMessage, error) {
+	patch, err := parsePatch(raw)
+	if err != nil || patch == nil {
+		return nil, err
+	}
+	t, err := tree()
+	if err != nil {
+		return nil, err
+	}
+	return propose(t, n, id, patch)
+}
+
+// errBadPatch marks an update refused for its body (400), not by the store.
+type errBadPatch struct{ error }
 
 func (s *Server) patchFailed(w http.ResponseWriter, err error, notFound string) bool {
 	var bad errBadPatch
@@ -391,17 +405,24 @@ func (s *Server) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b, []string{"account_id", "name", "settings"}, "account_id", "name") {
 		return
 	}
-	settings, ok := checkSettings(w, b.Settings)
-	if !ok {
-		return
-	}
-	ws := &accounts.Workspace{ID: accounts.NewID("ws"), AccountID: b.AccountID, Name: b.Name, Settings: settings, CreatedAt: time.Now().UTC()}
+	id := accounts.NewID("ws")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
+	patch, err := parsePatch(b.Settings)
+	var settings json.RawMessage
+	if err == nil {
+		settings, err = s.proposeCreate(ctx, b.AccountID, layers.Workspace, id, "", patch)
+	}
+	if err != nil {
+		s.answerSettings(w, err, "no account with that account_id")
+		return
+	}
+	ws := &accounts.Workspace{ID: id, AccountID: b.AccountID, Name: b.Name, Settings: settings, CreatedAt: time.Now().UTC()}
 	if err := s.accts.CreateWorkspace(ctx, ws); err != nil {
 		s.storeError(w, err, "no account with that account_id")
 		return
 	}
+	s.cache.PutWorkspace(ws)
 	writeJSON(w, http.StatusCreated, workspaceJSON(ws))
 }
 
@@ -421,17 +442,33 @@ func (s *Server) adminPatchWorkspace(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
 		return
 	}
+	id := r.PathValue("id")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
-	ws, err := s.accts.UpdateWorkspace(ctx, r.PathValue("id"), func(ws *accounts.Workspace) error {
-		if err := b.apply(&ws.Name, &ws.Settings); err != nil {
-			return errBadPatch{err}
+	settings, err := s.proposePatch(ctx, b.Settings, func() (layers.Tree, error) {
+		ws, err := s.accts.Workspace(ctx, id)
+		if err != nil {
+			return layers.Tree{}, err
 		}
+		t, _, err := s.accountTree(ctx, ws.AccountID)
+		if err == nil && !slices.ContainsFunc(t.Workspaces, func(n layers.WorkspaceNode) bool { return n.ID == id }) {
+			st, serr := storedSettings(layers.Workspace, id, ws.Settings)
+			t.Workspaces, err = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: id, Settings: st}}), serr
+		}
+		return t, err
+	}, layers.Workspace, id)
+	if err != nil {
+		s.answerSettings(w, err, "no workspace with that id")
+		return
+	}
+	ws, err := s.accts.UpdateWorkspace(ctx, id, func(ws *accounts.Workspace) error {
+		b.apply(&ws.Name, &ws.Settings, settings)
 		return nil
 	})
 	if s.patchFailed(w, err, "no workspace with that id") {
 		return
 	}
+	s.cache.PutWorkspace(ws)
 	writeJSON(w, http.StatusOK, workspaceJSON(ws))
 }
 
@@ -441,15 +478,31 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b, []string{"account_id", "workspace_id", "name", "settings"}, "account_id", "name") {
 		return
 	}
-	settings, ok := checkSettings(w, b.Settings)
-	if !ok {
+	id := accounts.NewID("key")
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	patch, err := parsePatch(b.Settings)
+	var settings json.RawMessage
+	if err == nil && b.WorkspaceID != "" {
+		// the workspace must exist and belong to the account (the store checks it again)
+		var ws *accounts.Workspace
+		if ws, err = s.accts.Workspace(ctx, b.WorkspaceID); err == nil && ws.AccountID != b.AccountID {
+			err = accounts.ErrNotFound
+		}
+		if err == nil {
+			s.cache.PutWorkspace(ws)
+		}
+	}
+	if err == nil {
+		settings, err = s.proposeCreate(ctx, b.AccountID, layers.Key, id, b.WorkspaceID, patch)
+	}
+	if err != nil {
+		s.answerSettings(w, err, "no account with that account_id, or no workspace with that workspace_id in it")
 		return
 	}
 	secret, prefix, hash := accounts.NewSecret()
-	k := &accounts.Key{ID: accounts.NewID("key"), AccountID: b.AccountID, WorkspaceID: b.WorkspaceID, Name: b.Name,
+	k := &accounts.Key{ID: id, AccountID: b.AccountID, WorkspaceID: b.WorkspaceID, Name: b.Name,
 		Prefix: prefix, SecretHash: hash, Settings: settings, CreatedAt: time.Now().UTC()}
-	ctx, cancel := adminCtx(r)
-	defer cancel()
 	if err := s.accts.CreateKey(ctx, k); err != nil {
 		s.storeError(w, err, "no account with that account_id, or no workspace with that workspace_id in it")
 		return
@@ -477,12 +530,28 @@ func (s *Server) adminPatchKey(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
 		return
 	}
+	id := r.PathValue("id")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
-	k, err := s.accts.UpdateKey(ctx, r.PathValue("id"), func(k *accounts.Key) error {
-		if err := b.apply(&k.Name, &k.Settings); err != nil {
-			return errBadPatch{err}
+	settings, err := s.proposePatch(ctx, b.Settings, func() (layers.Tree, error) {
+		k, err := s.accts.Key(ctx, id)
+		if err != nil {
+			return layers.Tree{}, err
 		}
+		t, _, err := s.accountTree(ctx, k.AccountID)
+		if err == nil && !k.RevokedAt.IsZero() { // not among the active keys: checked all the same
+			st, serr := storedSettings(layers.Key, id, k.Settings)
+			addKey(&t, k.WorkspaceID, layers.Node{ID: id, Settings: st})
+			err = serr
+		}
+		return t, err
+	}, layers.Key, id)
+	if err != nil {
+		s.answerSettings(w, err, "no key with that id")
+		return
+	}
+	k, err := s.accts.UpdateKey(ctx, id, func(k *accounts.Key) error {
+		b.apply(&k.Name, &k.Settings, settings)
 		return nil
 	})
 	if s.patchFailed(w, err, "no key with that id") {

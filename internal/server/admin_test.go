@@ -84,7 +84,7 @@ func chat(t *testing.T, g *gateway, key string) (*http.Response, []byte) {
 func TestAdminFlow(t *testing.T) {
 	t.Parallel()
 	g := startAdmin(t)
-	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"Acme","settings":{"team":"ml"}}`)
+	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"Acme","settings":{"strategy":"price"}}`)
 	acctID := acct.Get("id").String()
 	if !strings.HasPrefix(acctID, "acct_") || acct.Get("balance_usd").Raw != "0" || acct.Get("billing").String() != "unmetered" {
 		t.Fatalf("account %s", acct.Raw)
@@ -256,12 +256,14 @@ func TestAdminBadRequests(t *testing.T) {
 func TestAdminPatchMerge(t *testing.T) {
 	t.Parallel()
 	g := startAdmin(t)
-	id := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"Acme","settings":{"a":1,"b":{"x":1},"c":3}}`).Get("id").String()
-	got := mustAdmin(t, g, 200, "PATCH", "/admin/v1/accounts/"+id, `{"settings":{"b":{"y":2},"c":null,"d":4}}`)
-	if s := got.Get("settings").Raw; s != `{"a":1,"b":{"y":2},"d":4}` {
-		t.Errorf("merged settings %s", s)
+	id := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts",
+		`{"name":"Acme","settings":{"strategy":"latency","models":["gpt-4o-mini"],"limits":{"rpm":100}}}`).Get("id").String()
+	got := mustAdmin(t, g, 200, "PATCH", "/admin/v1/accounts/"+id, `{"settings":{"models":null,"limits":{"tpm":1000},"tier_scope":"all"}}`)
+	if s := got.Get("settings"); s.Get("strategy").String() != "latency" || s.Get("models").Exists() ||
+		s.Get("limits.rpm").Int() != 100 || s.Get("limits.tpm").Int() != 1000 || s.Get("tier_scope").String() != "all" {
+		t.Errorf("merged settings %s", s.Raw)
 	}
-	if got := mustAdmin(t, g, 200, "PATCH", "/admin/v1/accounts/"+id, `{"name":"Acme 2"}`); got.Get("settings.a").Int() != 1 || got.Get("name").String() != "Acme 2" {
+	if got := mustAdmin(t, g, 200, "PATCH", "/admin/v1/accounts/"+id, `{"name":"Acme 2"}`); got.Get("settings.strategy").String() != "latency" || got.Get("name").String() != "Acme 2" {
 		t.Errorf("PATCH without settings: %s", got.Raw)
 	}
 	key := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+id+`","name":"k"}`).Get("secret").String()
@@ -321,7 +323,14 @@ func TestAdminEffective(t *testing.T) {
 		got.Get("settings.models.value").Raw != `["gpt-4o-mini"]` {
 		t.Errorf("effective %s", got.Raw)
 	}
-	bad := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+id+`","name":"k2","settings":{"team":"x"}}`).Get("id").String()
+	// Settings stored before they were validated (written to the store directly here).
+	bad := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+id+`","name":"k2"}`).Get("id").String()
+	if _, err := g.Store.UpdateKey(context.Background(), bad, func(k *accounts.Key) error {
+		k.Settings = []byte(`{"team":"x"}`)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if resp, b := adminDo(t, g, "GET", "/admin/v1/keys/"+bad+"/effective", ""); resp.StatusCode != 409 {
 		t.Errorf("effective of unknown stored settings: %d %s, want 409", resp.StatusCode, b)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -353,8 +354,14 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	if err != nil {
 		return err
 	}
+	if err := allowModel(who, res, "model"); err != nil {
+		return err
+	}
 	h, err := readHints(body, sf)
 	if err != nil {
+		return err
+	}
+	if err := allowPin(who, res, sx.Pin); err != nil {
 		return err
 	}
 	if (sx.Strategy != "" || h.prefs.Sort != "") && !who.allowOverride {
@@ -378,12 +385,22 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	}
 	pr.body, pr.res, pr.attemptLimit, pr.inputTokens = body, res, s.attemptLimit, h.inputTokens
 	strategy := s.strategy
+	var providers []string
+	var scope string
+	if e := who.settings; e != nil { // a stored key's effective settings (R-KEY-2, R-ADMIT-2/3)
+		if e.Strategy.Value != "" {
+			strategy = e.Strategy.Value
+		}
+		h.prefs.Preferred = e.PreferredProviders.Value
+		providers, scope = e.Providers.Value, string(e.TierScope.Value)
+	}
 	if sx.Strategy != "" {
 		strategy = sx.Strategy
 	}
 	h.prefs.Pin = sx.Pin
 	in := plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend,
-		Strategy: strategy, SessionKey: h.sessionKey, Prefs: h.prefs, InputTokens: h.inputTokens}
+		Strategy: strategy, SessionKey: h.sessionKey, Prefs: h.prefs, InputTokens: h.inputTokens,
+		Providers: providers, TierScope: scope}
 	if s.stats != nil {
 		in.Stats = s.stats
 	}
@@ -405,6 +422,9 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		fres, err := s.cat.Resolve(id)
 		if err == nil && s.hidden(id, who) {
 			err = catalog.UnknownModel(id)
+		}
+		if err == nil {
+			err = allowModel(who, fres, "models")
 		}
 		if err != nil {
 			fe := *failure.From(err)
@@ -434,6 +454,41 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		}
 	}
 	return cs.plan.Refusal()
+}
+
+// allowModel refuses, 403 permission, a model outside the caller's effective models allowlist
+// (R-ADMIT-1; contract.md "Refusals before routing"). The allowlist names catalog model ids (an
+// alias or a dated snapshot of an allowed model is allowed) or dedicated endpoint ids; an
+// unconstrained allowlist allows every model. param names the request field.
+func allowModel(who caller, res catalog.Resolution, param string) error {
+	e := who.settings
+	if e == nil || e.Models.FixedBy.Empty() {
+		return nil
+	}
+	for _, m := range e.Models.Value {
+		if m == res.Model.ID || (res.Endpoint != nil && m == res.Endpoint.ID) {
+			return nil
+		}
+	}
+	return &failure.Error{Class: failure.Permission, Param: param,
+		Msg: fmt.Sprintf("this API key may not use model %q (its models allowlist excludes it)", res.Requested)}
+}
+
+// allowPin refuses, 400 invalid_request, a `model:provider` pin to a provider outside the
+// caller's effective providers (R-SUFFIX-3: a suffix never widens the configured scope).
+func allowPin(who caller, res catalog.Resolution, pin string) error {
+	e := who.settings
+	if pin == "" || e == nil || e.Providers.FixedBy.Empty() {
+		return nil
+	}
+	for _, rt := range res.Model.Routes { // names match a deployment's provider or its name
+		d := rt.Deployment
+		if (pin == d.Provider || pin == d.Name) && (slices.Contains(e.Providers.Value, d.Provider) || slices.Contains(e.Providers.Value, d.Name)) {
+			return nil
+		}
+	}
+	return &failure.Error{Class: failure.InvalidRequest, Param: "model",
+		Msg: fmt.Sprintf("this API key may not use provider %q (its providers setting excludes it)", pin)}
 }
 
 // planned reports whether route rt is already a candidate of the requested model's plan or of

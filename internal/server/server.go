@@ -41,6 +41,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/circuit"
 	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/layers"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/relay"
 	"github.com/switchyard-gw/switchyard/internal/stats"
@@ -144,6 +145,9 @@ type caller struct {
 	anyEndpoint bool
 	// layers are the limits the caller is held to (R-BILL-1); nil: none (an anonymous caller).
 	layers []admission.Layer
+	// settings are a stored key's effective settings (account -> workspace -> key, cached in
+	// accounts.Cache); nil for a static key or an anonymous caller.
+	settings *layers.Merged
 }
 
 // mayUse reports whether the caller may use dedicated endpoint e (R-KEY-6): its account is
@@ -341,7 +345,16 @@ func (s *Server) authenticate(r *http.Request) (caller, error) {
 	}
 	if match < 0 && s.cache != nil {
 		if k, ok := s.cache.Lookup(sum); ok {
-			return caller{key: k.Name, keyID: k.ID, account: k.AccountID, layers: s.acctLayers[k.AccountID]}, nil
+			if k.EffectiveErr != nil { // fail closed: constraints that cannot be read are not ignored
+				s.logf("key %s: effective settings: %v", k.ID, k.EffectiveErr)
+				if fe, ok := k.EffectiveErr.(*failure.Error); ok && fe.Class == failure.GatewayError {
+					return caller{}, fe
+				}
+				return caller{}, &failure.Error{Class: failure.Permission,
+					Msg: "this API key's stored settings are not valid; an administrator must correct them"}
+			}
+			return caller{key: k.Name, keyID: k.ID, account: k.AccountID, layers: k.Layers,
+				allowOverride: k.Effective.AllowRequestOverride.Value, settings: &k.Effective}, nil
 		}
 	}
 	if match < 0 {

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/layers"
+)
+
+// settingsFields are the members a `settings` object may hold (contract.md "settings fields").
+var settingsFields = []string{"allow_request_override", "billing", "limits", "models", "policy",
+	"preferred_providers", "providers", "strategy", "tier_scope"}
+
+// errSettings is a settings refusal already shaped for the answer: status and error body.
+type errSettings struct {
+	status int
+	fe     *failure.Error
+}
+
+func (e *errSettings) Error() string { return e.fe.Msg }
+
+// settingsError turns an error of the layers package into the admin answer: a conflict is 409
+// naming the field and every layer it would leave with no candidate (R-KEY-3), an invalid
+// setting 400 naming it; anything else is a store error.
+func settingsError(err error) error {
+	var ce *layers.ConflictError
+	if errors.As(err, &ce) {
+		return &errSettings{http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
+			Param: "settings." + ce.Fields()[0], Msg: ce.Error()}}
+	}
+	var fe *failure.Error
+	if errors.As(err, &fe) && fe.Class == failure.InvalidRequest {
+		return &errSettings{http.StatusBadRequest, fe}
+	}
+	return err
+}
+
+// answerSettings answers err: an *errSettings as shaped, anything else as a store error.
+func (s *Server) answerSettings(w http.ResponseWriter, err error, notFound string) {
+	var es *errSettings
+	if errors.As(err, &es) {
+		adminError(w, es.status, es.fe)
+		return
+	}
+	s.storeError(w, err, notFound)
+}
+
+// parsePatch reads a request's `settings` (absent or null: nil, no change), refusing a
+// non-object and naming every unknown field (sorted) in a 400.
+func parsePatch(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, &errSettings{http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest,
+			Param: "settings", Msg: "settings must be a JSON object"}}
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(settingsFields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, &errSettings{http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest,
+			Param: "settings." + unknown[0], Msg: "unknown settings fields: " + strings.Join(unknown, ", ") +
+				" (allowed: " + strings.Join(settingsFields, ", ") + ")"}}
+	}
+	return raw, nil
+}
+
+// storedSettings reads a stored settings object; one the layers package refuses (stored before
+// settings were validated) is a 409 naming the layer.
+func storedSettings(n layers.Name, id string, raw json.RawMessage) (layers.Settings, error) {
+	st, err := accounts.ParseSettings(raw)
+	if err != nil {
+		return st, &errSettings{http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
+			Msg: "the stored settings of " + n.String() + " " + id + " are not valid settings: " + err.Error()}}
+	}
+	return st, nil
+}
+
+// accountTree reads the settings tree of an account for the conflict check (R-KEY-3): the
+// account, its workspaces and its active keys. The store lists no workspaces, so the workspaces
+// are those its active keys belong to and those the key cache holds for the account (created
+// or seen by this process); a workspace without keys created on another replica is missed.
+func (s *Server) accountTree(ctx context.Context, acctID string) (layers.Tree, *accounts.Account, error) {
+	a, err := s.accts.Account(ctx, acctID)
+	if err != nil {
+		return layers.Tree{}, nil, err
+	}
+	t := layers.Tree{Account: layers.Node{ID: a.ID}}
+	if t.Account.Settings, err = storedSettings(layers.Account, a.ID, a.Settings); err != nil {
+		return t, nil, err
+	}
+	keys, err := s.accts.ActiveKeys(ctx)
+	if err != nil {
+		return t, nil, err
+	}
+	wsIDs := s.cache.Workspaces(acctID)
+	for i := range keys {
+		if k := &keys[i]; k.AccountID == acctID && k.WorkspaceID != "" && !slices.Contains(wsIDs, k.WorkspaceID) {
+			wsIDs = append(wsIDs, k.WorkspaceID)
+		}
+	}
+	slices.Sort(wsIDs)
+	for _, id := range wsIDs {
+		ws, err := s.accts.Workspace(ctx, id)
+		if errors.Is(err, accounts.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return t, nil, err
+		}
+		s.cache.PutWorkspace(ws) // the freshest read: keys created in it next find it
+		st, err := storedSettings(layers.Workspace, ws.ID, ws.Settings)
+		if err != nil {
+			return t, nil, err
+		}
+		t.Workspaces = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: ws.ID, Settings: st}})
+	}
+	for i := range keys {
+		k := &keys[i]
+		if k.AccountID != acctID {
+			continue
+		}
+		st, err := storedSettings(layers.Key, k.ID, k.Settings)
+		if err != nil {
+			return t, nil, err
+		}
+		addKey(&t, k.WorkspaceID, layers.Node{ID: k.ID, Settings: st})
+	}
+	return t, a, nil
+}
+
+// addKey puts key node n under its workspace in t (at the top when wsID is "" or unknown).
+func addKey(t *layers.Tree, wsID string, n layers.Node) {
+	for i := range t.Workspaces {
+		if t.Workspaces[i].ID == wsID {
+			t.Workspaces[i].Keys = append(t.Workspaces[i].Keys, n)
+			return
+		}
+	}
+	t.Keys = append(t.Keys, n)
+}
+
+// proposeCreate checks that a new workspace (n Workspace) or key (n Key, under wsID) with the
+// given settings patch leaves no layer of its account with no candidate, and returns its
+// settings in their canonical JSON form.
+func (s *Server) proposeCreate(ctx context.Context, acctID string, n layers.Name, id, wsID string, patch json.RawMessage) (json.RawMessage, error) {
+	t, _, err := s.accountTree(ctx, acctID)
+	if err != nil {
+		return nil, err
+	}
+	if n == layers.Workspace {
+		t.Workspaces = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: id}})
+	} else {
+		addKey(&t, wsID, layers.Node{ID: id})
+	}
+	return propose(t, n, id, patch)
+}
+
+// propose applies patch (nil: none) to node id of layer n in t and checks the tree.
+func propose(t layers.Tree, n layers.Name, id string, patch json.RawMessage) (json.RawMessage, error) {
+	if patch == nil {
+		patch = json.RawMessage(`{}`)
+	}
+	st, err := layers.Propose(t, n, id, patch)
+	if err != nil {
+		return nil, settingsError(err)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
