@@ -187,3 +187,13 @@ func (e EventType) Semantic() bool {
 	}
 	return false
 }
+
+// Drop records that the parameter name was accepted but not forwarded (R-DIALECT-2), once.
+func (r *Request) Drop(name string) {
+	for _, d := range r.Dropped {
+		if d == name {
+			return
+		}
+	}
+	r.Dropped = append(r.Dropped, name)
+}

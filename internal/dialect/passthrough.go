@@ -161,3 +161,22 @@ func ScanBody(body []byte, visit func(key string, v gjson.Result)) error {
 	}
 	return nil
 }
+
+// Meaningful reports whether a field that cannot be carried was set to something that asks for
+// behaviour: null, false, 0, "" and empty containers are the defaults and are not reported as
+// dropped.
+func Meaningful(v gjson.Result) bool {
+	switch v.Type {
+	case gjson.Null, gjson.False:
+		return false
+	case gjson.Number:
+		return v.Num != 0
+	case gjson.String:
+		return v.Str != ""
+	case gjson.JSON:
+		any := false
+		v.ForEach(func(_, _ gjson.Result) bool { any = true; return false })
+		return any
+	}
+	return v.Exists()
+}

@@ -138,7 +138,7 @@ func appendOutputConfig(b []byte, r *dialect.Request) []byte {
 	}
 	rf := r.ResponseFormat
 	if rf != nil && len(rf.Schema) == 0 {
-		addDropped(r, "response_format")
+		r.Drop("response_format")
 		rf = nil
 	}
 	if effort == "" && rf == nil {
@@ -429,14 +429,4 @@ func appendSource(b []byte, typ string, p *dialect.Part, param string) ([]byte, 
 		b = dialect.AppendJSONString(b, data)
 	}
 	return append(b, "}}"...), nil
-}
-
-// addDropped appends name to r.Dropped once (AppendRequest runs once per attempt).
-func addDropped(r *dialect.Request, name string) {
-	for _, n := range r.Dropped {
-		if n == name {
-			return
-		}
-	}
-	r.Dropped = append(r.Dropped, name)
 }

@@ -73,7 +73,7 @@ func AppendRequest(dst []byte, r *dialect.Request, upstreamModel string, maxOutp
 		dst = strconv.AppendFloat(dst, *r.TopP, 'g', -1, 64)
 	}
 	if r.TopK != nil {
-		addDropped(r, "top_k")
+		r.Drop("top_k")
 	}
 	if len(r.Stop) > 0 {
 		dst = append(dst, `,"stop":[`...)
@@ -314,7 +314,7 @@ func appendAssistantTurn(dst []byte, parts []dialect.Part, n *int, r *dialect.Re
 		case dialect.PartToolCall:
 			calls++
 		case dialect.PartThinking, dialect.PartRedactedThinking:
-			addDropped(r, "thinking")
+			r.Drop("thinking")
 		}
 	}
 	dst = msgSep(dst, n)

@@ -110,8 +110,8 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		case "prompt_cache_key":
 			r.PromptCacheKey, err = stringField(v, "prompt_cache_key")
 		default:
-			if meaningful(v) {
-				addDropped(r, k.Str)
+			if dialect.Meaningful(v) {
+				r.Drop(k.Str)
 			}
 		}
 		return err == nil
@@ -155,33 +155,6 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 // badReq is the typed 400 of every decode and encode refusal. msg names fields, never content.
 func badReq(param, msg string) error {
 	return &failure.Error{Class: failure.InvalidRequest, Msg: msg, Param: param}
-}
-
-func addDropped(r *dialect.Request, name string) {
-	for _, d := range r.Dropped {
-		if d == name {
-			return
-		}
-	}
-	r.Dropped = append(r.Dropped, name)
-}
-
-// meaningful reports whether an untranslatable field was set to something that asks for
-// behaviour: null, false, 0, "" and empty containers are the defaults and are not reported.
-func meaningful(v gjson.Result) bool {
-	switch v.Type {
-	case gjson.Null, gjson.False:
-		return false
-	case gjson.Number:
-		return v.Num != 0
-	case gjson.String:
-		return v.Str != ""
-	case gjson.JSON:
-		any := false
-		v.ForEach(func(_, _ gjson.Result) bool { any = true; return false })
-		return any
-	}
-	return true
 }
 
 func boolField(v gjson.Result, name string) (bool, error) {
@@ -265,8 +238,8 @@ func decodeMessages(v gjson.Result, r *dialect.Request) error {
 			err = badReq(p, "a message must be an object")
 			return false
 		}
-		if meaningful(m.Get("name")) {
-			addDropped(r, "messages.name")
+		if dialect.Meaningful(m.Get("name")) {
+			r.Drop("messages.name")
 		}
 		role := m.Get("role").Str
 		isTool := role == "tool" || role == "function"
@@ -390,8 +363,8 @@ func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.
 				err = badReq(pp+".image_url.url", "an image part needs a url")
 				break
 			}
-			if meaningful(part.Get("image_url.detail")) {
-				addDropped(r, "image_url.detail")
+			if dialect.Meaningful(part.Get("image_url.detail")) {
+				r.Drop("image_url.detail")
 			}
 			var img dialect.Part
 			if img, err = urlPart(dialect.PartImage, u.Str, pp+".image_url.url"); err == nil {
@@ -399,7 +372,7 @@ func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.
 			}
 		case "file":
 			f := part.Get("file")
-			if meaningful(f.Get("file_id")) {
+			if dialect.Meaningful(f.Get("file_id")) {
 				err = badReq(pp+".file.file_id", "file_id references cannot be translated for this model")
 				break
 			}
@@ -476,11 +449,11 @@ func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Mess
 	if s := m.Get("refusal"); s.Type == gjson.String && s.Str != "" {
 		msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartRefusal, Text: s.Str})
 	}
-	if meaningful(m.Get("reasoning_content")) {
-		addDropped(r, "messages.reasoning_content")
+	if dialect.Meaningful(m.Get("reasoning_content")) {
+		r.Drop("messages.reasoning_content")
 	}
-	if meaningful(m.Get("audio")) {
-		addDropped(r, "messages.audio")
+	if dialect.Meaningful(m.Get("audio")) {
+		r.Drop("messages.audio")
 	}
 	tcs := m.Get("tool_calls")
 	if !tcs.Exists() || tcs.Type == gjson.Null {

@@ -126,7 +126,7 @@ func decodeResponseFormat(v gjson.Result, r *dialect.Request) error {
 	case "text":
 		return nil
 	case "json_object":
-		addDropped(r, "response_format")
+		r.Drop("response_format")
 		return nil
 	case "json_schema":
 		js := v.Get("json_schema")

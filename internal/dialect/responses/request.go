@@ -113,7 +113,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 	root.ForEach(func(k, v gjson.Result) bool {
 		for _, ref := range refused {
 			if k.Str == ref.name {
-				if meaningful(v) {
+				if dialect.Meaningful(v) {
 					err = badReq(ref.name, ref.msg)
 				}
 				return err == nil
@@ -157,8 +157,8 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		case "prompt_cache_key":
 			r.PromptCacheKey, err = stringField(v, "prompt_cache_key")
 		default: // store, include, truncation, metadata, stream_options, service_tier, top_logprobs, ...
-			if meaningful(v) {
-				addDropped(r, k.Str)
+			if dialect.Meaningful(v) {
+				r.Drop(k.Str)
 			}
 		}
 		return err == nil
@@ -206,8 +206,8 @@ func decodeReasoning(v gjson.Result, r *dialect.Request) error {
 		return err
 	}
 	for _, k := range [...]string{"summary", "generate_summary"} {
-		if meaningful(v.Get(k)) {
-			addDropped(r, "reasoning."+k)
+		if dialect.Meaningful(v.Get(k)) {
+			r.Drop("reasoning." + k)
 		}
 	}
 	return nil
@@ -220,8 +220,8 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 	if !v.IsObject() {
 		return badReq("text", "text must be an object")
 	}
-	if meaningful(v.Get("verbosity")) {
-		addDropped(r, "text.verbosity")
+	if dialect.Meaningful(v.Get("verbosity")) {
+		r.Drop("text.verbosity")
 	}
 	f := v.Get("format")
 	if !f.Exists() || f.Type == gjson.Null {
@@ -234,15 +234,15 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 	case "text":
 		return nil
 	case "json_object":
-		addDropped(r, "text.format")
+		r.Drop("text.format")
 		return nil
 	case "json_schema":
 		s := f.Get("schema")
 		if !s.IsObject() {
 			return badReq("text.format.schema", "a json_schema format needs a schema object")
 		}
-		if meaningful(f.Get("description")) {
-			addDropped(r, "text.format.description")
+		if dialect.Meaningful(f.Get("description")) {
+			r.Drop("text.format.description")
 		}
 		r.ResponseFormat = &dialect.ResponseFormat{Name: f.Get("name").Str, Schema: json.RawMessage(s.Raw), Strict: f.Get("strict").Type == gjson.True}
 		return nil
@@ -331,33 +331,6 @@ func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
 // badReq is the typed 400 of every decode refusal. msg names fields, never content.
 func badReq(param, msg string) error {
 	return &failure.Error{Class: failure.InvalidRequest, Msg: msg, Param: param}
-}
-
-func addDropped(r *dialect.Request, name string) {
-	for _, d := range r.Dropped {
-		if d == name {
-			return
-		}
-	}
-	r.Dropped = append(r.Dropped, name)
-}
-
-// meaningful reports whether a field was set to something that asks for behaviour: null,
-// false, 0, "" and empty containers are the defaults and are not reported.
-func meaningful(v gjson.Result) bool {
-	switch v.Type {
-	case gjson.Null, gjson.False:
-		return false
-	case gjson.Number:
-		return v.Num != 0
-	case gjson.String:
-		return v.Str != ""
-	case gjson.JSON:
-		any := false
-		v.ForEach(func(_, _ gjson.Result) bool { any = true; return false })
-		return any
-	}
-	return v.Exists()
 }
 
 func boolField(v gjson.Result, name string) (bool, error) {

@@ -237,7 +237,7 @@ func (st *inputState) inputParts(c gjson.Result, p string) ([]dialect.Part, erro
 				out = append(out, dialect.Part{Type: dialect.PartText, Text: t.Str})
 			}
 		case "input_image":
-			if meaningful(part.Get("file_id")) {
+			if dialect.Meaningful(part.Get("file_id")) {
 				err = badReq(pp+".file_id", "file_id references cannot be translated for this model")
 				break
 			}
@@ -247,7 +247,7 @@ func (st *inputState) inputParts(c gjson.Result, p string) ([]dialect.Part, erro
 				break
 			}
 			if d := part.Get("detail").Str; d != "" && d != "auto" {
-				addDropped(st.r, "input_image.detail")
+				st.r.Drop("input_image.detail")
 			}
 			var img dialect.Part
 			if img, err = urlPart(dialect.PartImage, u.Str, pp+".image_url"); err == nil {
@@ -271,7 +271,7 @@ func (st *inputState) inputParts(c gjson.Result, p string) ([]dialect.Part, erro
 // filePart reads an input_file part: file_data (a base64 data URL, or bare base64 taken as a
 // PDF) or file_url; only PDFs translate, and file_id references are refused.
 func filePart(part gjson.Result, p string) (dialect.Part, error) {
-	if meaningful(part.Get("file_id")) {
+	if dialect.Meaningful(part.Get("file_id")) {
 		return dialect.Part{}, badReq(p+".file_id", "file_id references cannot be translated for this model")
 	}
 	if u := part.Get("file_url"); u.Type == gjson.String && u.Str != "" {
