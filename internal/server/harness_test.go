@@ -2,10 +2,6 @@ package server_test
 
 import (
 	"context"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +14,6 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
-	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 	"github.com/switchyard-gw/switchyard/internal/server"
 	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
@@ -65,61 +60,11 @@ func an(name string) fakeSpec { return fakeSpec{name, catalog.Anthropic} }
 // the end of the test.
 func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
-	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
-	for _, f := range fakes {
-		p := fakeprovider.New(f.Name, f.Dialect)
-		ts := httptest.NewServer(p)
-		t.Cleanup(ts.Close)
-		base := ts.URL
-		if f.Dialect == catalog.OpenAI {
-			base += "/v1"
-		}
-		yaml = strings.ReplaceAll(yaml, "{{"+f.Name+"}}", base)
-		g.Fakes[f.Name] = p
-	}
-	cfg, err := config.Parse("test.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	cat, err := catalog.New(cfg)
-	if err != nil {
-		t.Fatalf("catalog: %v", err)
-	}
 	st, err := sqlite.Open(context.Background(), "sqlite://:memory:")
 	if err != nil {
 		t.Fatalf("store: %v", err)
 	}
-	g.Rec = audit.NewRecorder(st, audit.Options{FlushInterval: 5 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
-	statsDone := make(chan struct{})
-	g.Admission = admission.NewMemory(g.Clock.Now)
-	g.Store = st
-	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf,
-		Admission: g.Admission, Accounts: st})
-	if err != nil {
-		t.Fatalf("server: %v", err)
-	}
-	go func() { defer close(statsDone); _ = g.Srv.Run(ctx) }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: g.Srv}
-	go func() { _ = hs.Serve(ln) }()
-	g.URL = "http://" + ln.Addr().String()
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		_ = hs.Shutdown(sctx)
-		g.Srv.Close()
-		cancel()
-		<-done
-		<-statsDone
-		_ = st.Close()
-	})
-	return g
+	return startGatewayStore(t, st, yaml, fakes...)
 }
 
 // openaiClient is the official OpenAI SDK pointed at the gateway, retries off.

@@ -1,0 +1,124 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/server"
+	"github.com/switchyard-gw/switchyard/internal/store"
+	"github.com/switchyard-gw/switchyard/internal/store/postgres"
+	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
+	"github.com/switchyard-gw/switchyard/internal/store/storetest"
+)
+
+// storeBackend names a store the gateway can run on and opens a fresh, empty one for a test.
+type storeBackend struct {
+	name string
+	// open returns a new store for t; it skips t when the backend is not available. The
+	// store is closed by startGatewayStore.
+	open func(t *testing.T) store.Store
+}
+
+// storeBackends are the stores of contract.md "Store": SQLite in memory, and Postgres in a
+// schema of its own on the server named by SWITCHYARD_TEST_POSTGRES_URL (skipped, with
+// storetest.SkipMessage, when it is unset).
+var storeBackends = []storeBackend{
+	{"sqlite", func(t *testing.T) store.Store {
+		st, err := sqlite.Open(context.Background(), "sqlite://:memory:")
+		if err != nil {
+			t.Fatalf("sqlite store: %v", err)
+		}
+		return st
+	}},
+	{"postgres", func(t *testing.T) store.Store {
+		url := storetest.PostgresURL(t) // its cleanup drops the schema after startGatewayStore's closes the store
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatalf("postgres store: %v", err)
+		}
+		return st
+	}},
+}
+
+// startGatewayStore is startGateway on the store st instead of a fresh in-memory SQLite one:
+// emulated providers, then the real server on a loopback listener with the configuration yaml
+// ({{NAME}} replaced by each fake's base URL), its audit, accounts, keys and ledger in st.
+// g.Store is st when st is a *sqlite.DB, else nil. Everything, st included, stops at the end of
+// the test.
+func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeSpec) *gateway {
+	t.Helper()
+	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
+	closeStore := func() { _ = st.Close() }
+	for _, f := range fakes {
+		p := fakeprovider.New(f.Name, f.Dialect)
+		ts := httptest.NewServer(p)
+		t.Cleanup(ts.Close)
+		base := ts.URL
+		if f.Dialect == catalog.OpenAI {
+			base += "/v1"
+		}
+		yaml = strings.ReplaceAll(yaml, "{{"+f.Name+"}}", base)
+		g.Fakes[f.Name] = p
+	}
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		closeStore()
+		t.Fatalf("config: %v", err)
+	}
+	cat, err := catalog.New(cfg)
+	if err != nil {
+		closeStore()
+		t.Fatalf("catalog: %v", err)
+	}
+	if db, ok := st.(*sqlite.DB); ok {
+		g.Store = db
+	}
+	g.Rec = audit.NewRecorder(st, audit.Options{FlushInterval: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
+	g.Admission = admission.NewMemory(g.Clock.Now)
+	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf,
+		Admission: g.Admission, Accounts: st})
+	if err != nil {
+		cancel()
+		<-done
+		closeStore()
+		t.Fatalf("server: %v", err)
+	}
+	statsDone := make(chan struct{})
+	go func() { defer close(statsDone); _ = g.Srv.Run(ctx) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		g.Srv.Close()
+		cancel()
+		<-done
+		<-statsDone
+		closeStore()
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: g.Srv}
+	go func() { _ = hs.Serve(ln) }()
+	g.URL = "http://" + ln.Addr().String()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = hs.Shutdown(sctx)
+		g.Srv.Close()
+		cancel()
+		<-done
+		<-statsDone
+		closeStore()
+	})
+	return g
+}
