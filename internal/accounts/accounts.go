@@ -159,6 +159,8 @@ type Store interface {
 	AppendLedger(ctx context.Context, entries []LedgerEntry) error
 	// Ledger returns the account's entries, newest first, at most limit (limit <= 0: all).
 	Ledger(ctx context.Context, accountID string, limit int) ([]LedgerEntry, error)
+	// PolicyStore holds routing policies and BYOK connections (byok.go).
+	PolicyStore
 }
 
 // SecretPrefix starts every stored key's secret.

@@ -93,6 +93,8 @@ type fakeStore struct {
 	batches        int
 	failN          int
 	onRead         func() // called by ActiveKeys after it read, without the lock
+	policies       []accounts.Policy
+	conns          []accounts.Connection
 }
 
 func (f *fakeStore) ActiveKeys(context.Context) ([]accounts.Key, error) {
@@ -304,4 +306,16 @@ func TestWriterDrainTimeout(t *testing.T) {
 	if w.Dropped() != 1 || w.Pending("a") != 0 {
 		t.Errorf("dropped %d pending %d", w.Dropped(), w.Pending("a"))
 	}
+}
+
+func (f *fakeStore) Policies(context.Context) ([]accounts.Policy, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]accounts.Policy(nil), f.policies...), nil
+}
+
+func (f *fakeStore) ActiveConnections(context.Context) ([]accounts.Connection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]accounts.Connection(nil), f.conns...), nil
 }

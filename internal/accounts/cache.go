@@ -67,6 +67,8 @@ type Cache struct {
 	accts   map[string]*account
 	wss     map[string]*workspace
 	gen     uint64
+	// byok holds the policies and active connections (byok_cache.go).
+	byok byokState
 }
 
 // CacheOptions configure a Cache. The zero value gives the defaults.
@@ -291,8 +293,13 @@ func (c *Cache) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	byok, err := c.loadBYOK(ctx)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.byok = byok
 	for i := range accts { // before the keys, whose effective settings read them
 		a := &accts[i]
 		e := c.accts[a.ID]

@@ -12,7 +12,12 @@
 //     so that other replicas see changes within one interval;
 //   - the [Writer]: a bounded queue that writes settle entries to the ledger in batches off the
 //     request path, retrying a failed batch (credits are written synchronously by the admin
-//     API instead; see [Writer] for what a crash can lose).
+//     API instead; see [Writer] for what a crash can lose);
+//   - routing policies ([Policy], [Funding], R-POLICY, R-ORDER-7) and BYOK connections
+//     ([Connection], R-KEY-5; deployment name "byok:<id>"), stored through [PolicyStore] and
+//     held by the Cache ([Cache.Policy], [Cache.Connections]). A connection's API key is stored
+//     in the clear in this version and is never returned by the admin API nor logged. The
+//     request path does not use them yet (the admin endpoints answer 501).
 //
 // Costs are integers in micro-USD (1e-6 USD) everywhere, never floats. Settings are stored as
 // JSON objects; their layered meaning belongs to the layers package, which the Cache uses to

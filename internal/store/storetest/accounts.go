@@ -31,6 +31,8 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"Ledger", testLedger},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"ConcurrentSettles", testConcurrentSettles},
+		{"Policies", testPolicies},
+		{"Connections", testConnections},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
