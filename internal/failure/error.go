@@ -81,3 +81,9 @@ func From(err error) *Error {
 	}
 	return &Error{Class: UpstreamError, Msg: "the provider connection failed", Cause: err}
 }
+
+// Invalid returns a caller fault (invalid_request, 400, never fails over) naming the offending
+// field param. msg must not carry caller text: field paths and fixed wording only.
+func Invalid(param, msg string) error {
+	return &Error{Class: InvalidRequest, Param: param, Msg: msg}
+}

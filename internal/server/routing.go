@@ -72,7 +72,7 @@ func readHints(body []byte, sf *surface) (routeHints, error) {
 	var err error
 	if extra.Exists() && extra.Type != gjson.Null {
 		if !extra.IsObject() {
-			return h, badField("extra", "`extra` must be an object")
+			return h, failure.Invalid("extra", "`extra` must be an object")
 		}
 		if h.fallbacks, err = appendModelList(h.fallbacks, extra.Get("fallbacks"), "extra.fallbacks"); err != nil {
 			return h, err
@@ -89,10 +89,6 @@ func readHints(body []byte, sf *surface) (routeHints, error) {
 	return h, nil
 }
 
-func badField(param, msg string) error {
-	return &failure.Error{Class: failure.InvalidRequest, Param: param, Msg: msg}
-}
-
 // readProvider fills p from the request's provider object (R-ORDER-6): order, only and ignore
 // (arrays of provider or deployment names), allow_fallbacks (a boolean) and sort (a strategy).
 // Other members (OpenRouter has more) are consumed and ignored.
@@ -101,7 +97,7 @@ func readProvider(v gjson.Result, p *plan.Preferences) error {
 		return nil
 	}
 	if !v.IsObject() {
-		return badField("provider", "`provider` must be an object")
+		return failure.Invalid("provider", "`provider` must be an object")
 	}
 	var err error
 	v.ForEach(func(k, m gjson.Result) bool {
@@ -119,13 +115,13 @@ func readProvider(v gjson.Result, p *plan.Preferences) error {
 				b := m.Type == gjson.True
 				p.AllowFallbacks = &b
 			default:
-				err = badField("provider.allow_fallbacks", "`provider.allow_fallbacks` must be a boolean")
+				err = failure.Invalid("provider.allow_fallbacks", "`provider.allow_fallbacks` must be a boolean")
 			}
 		case "sort":
 			switch {
 			case m.Type == gjson.Null:
 			case m.Type != gjson.String || !catalog.ValidStrategy(m.Str):
-				err = badField("provider.sort", "`provider.sort` must be one of price, latency, throughput, reliability, balanced, priority")
+				err = failure.Invalid("provider.sort", "`provider.sort` must be one of price, latency, throughput, reliability, balanced, priority")
 			default:
 				p.Sort = m.Str
 			}
@@ -141,13 +137,13 @@ func stringList(v gjson.Result, param string) ([]string, error) {
 		return nil, nil
 	}
 	if !v.IsArray() {
-		return nil, badField(param, "`"+param+"` must be an array of strings")
+		return nil, failure.Invalid(param, "`"+param+"` must be an array of strings")
 	}
 	var out []string
 	var err error
 	v.ForEach(func(_, e gjson.Result) bool {
 		if e.Type != gjson.String || e.Str == "" {
-			err = badField(param, "`"+param+"` must be an array of non-empty strings")
+			err = failure.Invalid(param, "`"+param+"` must be an array of non-empty strings")
 			return false
 		}
 		out = append(out, strings.Clone(e.Str)) // e.Str may alias the pooled body buffer
@@ -175,7 +171,7 @@ next:
 		dst = append(dst, id)
 	}
 	if len(dst) > maxFallbacks {
-		return dst, badField(param, fmt.Sprintf("at most %d fallback models may be named", maxFallbacks))
+		return dst, failure.Invalid(param, fmt.Sprintf("at most %d fallback models may be named", maxFallbacks))
 	}
 	return dst, nil
 }
@@ -373,7 +369,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 			Msg: "this API key may not override the routing strategy (allow_request_override is off)"}
 	}
 	if sx.Strategy != "" && h.prefs.Sort != "" && sx.Strategy != h.prefs.Sort {
-		return badField("provider.sort", "`provider.sort` contradicts the model's :@"+sx.Strategy+" suffix")
+		return failure.Invalid("provider.sort", "`provider.sort` contradicts the model's :@"+sx.Strategy+" suffix")
 	}
 	if h.consumed {
 		cs.stripped = stripConsumed(cs.stripped[:0], body)

@@ -13,7 +13,7 @@ import (
 // invalid returns a typed 400 (invalid_request, never fails over) naming param. msg must not
 // carry caller text: only field paths and fixed wording.
 func invalid(param, msg string) error {
-	return &failure.Error{Class: failure.InvalidRequest, Param: param, Msg: param + ": " + msg}
+	return failure.Invalid(param, param+": "+msg)
 }
 
 // DecodeRequest fully decodes an Anthropic messages request body into canonical form

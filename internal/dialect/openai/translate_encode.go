@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
 // maxStop is the most stop sequences an OpenAI upstream accepts.
@@ -32,7 +33,7 @@ func AppendRequest(dst []byte, r *dialect.Request, upstreamModel string, maxOutp
 	_ = maxOutputTokens // OpenAI does not require max tokens
 	start := len(dst)
 	if len(r.Stop) > maxStop {
-		return dst, badReq("stop_sequences", "at most 4 stop sequences can be sent to this model")
+		return dst, failure.Invalid("stop_sequences", "at most 4 stop sequences can be sent to this model")
 	}
 	dst = append(dst, `{"model":`...)
 	dst = dialect.AppendJSONString(dst, upstreamModel)
@@ -53,7 +54,7 @@ func AppendRequest(dst []byte, r *dialect.Request, upstreamModel string, maxOutp
 		case dialect.RoleAssistant:
 			dst = appendAssistantTurn(dst, m.Parts, &n, r)
 		default:
-			err = badReq("messages["+strconv.Itoa(i)+"].role", "unsupported message role")
+			err = failure.Invalid("messages["+strconv.Itoa(i)+"].role", "unsupported message role")
 		}
 		if err != nil {
 			return dst[:start], err
@@ -99,7 +100,7 @@ func AppendRequest(dst []byte, r *dialect.Request, upstreamModel string, maxOutp
 			name = "response"
 		}
 		if !gjson.ValidBytes(rf.Schema) || !dialect.Get(rf.Schema, "@this").IsObject() {
-			return dst[:start], badReq("output_config.format.schema", "the output schema must be a JSON object")
+			return dst[:start], failure.Invalid("output_config.format.schema", "the output schema must be a JSON object")
 		}
 		dst = append(dst, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
 		dst = dialect.AppendJSONString(dst, name)
@@ -150,7 +151,7 @@ func appendTools(dst []byte, r *dialect.Request) ([]byte, error) {
 	dst = append(dst, `,"tools":[`...)
 	for i, t := range r.Tools {
 		if t.Type != "" {
-			return dst, badReq("tools["+strconv.Itoa(i)+"].type", "server tools cannot be run by this model")
+			return dst, failure.Invalid("tools["+strconv.Itoa(i)+"].type", "server tools cannot be run by this model")
 		}
 		if i > 0 {
 			dst = append(dst, ',')
@@ -166,7 +167,7 @@ func appendTools(dst []byte, r *dialect.Request) ([]byte, error) {
 			dst = append(dst, `{"type":"object","properties":{}}`...)
 		} else {
 			if !gjson.ValidBytes(t.Parameters) || !dialect.Get(t.Parameters, "@this").IsObject() {
-				return dst, badReq("tools["+strconv.Itoa(i)+"].input_schema", "a tool schema must be a JSON object")
+				return dst, failure.Invalid("tools["+strconv.Itoa(i)+"].input_schema", "a tool schema must be a JSON object")
 			}
 			dst = append(dst, t.Parameters...)
 		}
@@ -275,7 +276,7 @@ func appendUserPart(dst []byte, p *dialect.Part, mi int) ([]byte, error) {
 	}
 	// PartDocument
 	if p.Data == "" {
-		return dst, badReq("messages["+strconv.Itoa(mi)+"].content", "a document URL cannot be sent to this model; send the PDF inline")
+		return dst, failure.Invalid("messages["+strconv.Itoa(mi)+"].content", "a document URL cannot be sent to this model; send the PDF inline")
 	}
 	dst = append(dst, `{"type":"file","file":{"filename":"document.pdf","file_data":`...)
 	dst = appendURL(dst, p)

@@ -29,11 +29,11 @@ import (
 // meaning of the request, wire.md §5.7).
 func DecodeRequest(body []byte) (*dialect.Request, error) {
 	if !gjson.ValidBytes(body) {
-		return nil, badReq("", "the request body is not valid JSON")
+		return nil, failure.Invalid("", "the request body is not valid JSON")
 	}
 	root := gjson.Parse(string(body)) // one copy: every string below is a view into it
 	if !root.IsObject() {
-		return nil, badReq("", "the request body must be a JSON object")
+		return nil, failure.Invalid("", "the request body must be a JSON object")
 	}
 	r := &dialect.Request{}
 	var (
@@ -48,7 +48,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		switch k.Str {
 		case "model":
 			if v.Type != gjson.String {
-				err = badReq("model", "model must be a string")
+				err = failure.Invalid("model", "model must be a string")
 			}
 			r.Model = v.Str
 		case "messages":
@@ -61,7 +61,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 				break
 			}
 			if !v.IsObject() {
-				err = badReq("stream_options", "stream_options must be an object")
+				err = failure.Invalid("stream_options", "stream_options must be an object")
 				break
 			}
 			r.IncludeUsage, err = boolField(v.Get("include_usage"), "stream_options.include_usage")
@@ -73,7 +73,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 			if v.Type != gjson.Null {
 				var n int64
 				if n, err = intField(v, "n"); err == nil && n > 1 {
-					err = badReq("n", "n greater than 1 is not supported")
+					err = failure.Invalid("n", "n greater than 1 is not supported")
 				}
 			}
 		case "temperature":
@@ -120,7 +120,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		return nil, err
 	}
 	if !haveMessages {
-		return nil, badReq("messages", "messages is required")
+		return nil, failure.Invalid("messages", "messages is required")
 	}
 	if functions.Exists() && functions.Type != gjson.Null {
 		if err := decodeFunctions(functions, r); err != nil {
@@ -152,11 +152,6 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 	return r, nil
 }
 
-// badReq is the typed 400 of every decode and encode refusal. msg names fields, never content.
-func badReq(param, msg string) error {
-	return &failure.Error{Class: failure.InvalidRequest, Msg: msg, Param: param}
-}
-
 func boolField(v gjson.Result, name string) (bool, error) {
 	switch v.Type {
 	case gjson.True:
@@ -167,7 +162,7 @@ func boolField(v gjson.Result, name string) (bool, error) {
 	if !v.Exists() {
 		return false, nil
 	}
-	return false, badReq(name, name+" must be a boolean")
+	return false, failure.Invalid(name, name+" must be a boolean")
 }
 
 func stringField(v gjson.Result, name string) (string, error) {
@@ -177,7 +172,7 @@ func stringField(v gjson.Result, name string) (string, error) {
 	case gjson.Null:
 		return "", nil
 	}
-	return "", badReq(name, name+" must be a string")
+	return "", failure.Invalid(name, name+" must be a string")
 }
 
 func floatField(v gjson.Result, name string) (*float64, error) {
@@ -188,12 +183,12 @@ func floatField(v gjson.Result, name string) (*float64, error) {
 		f := v.Num
 		return &f, nil
 	}
-	return nil, badReq(name, name+" must be a number")
+	return nil, failure.Invalid(name, name+" must be a number")
 }
 
 func intField(v gjson.Result, name string) (int64, error) {
 	if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) {
-		return 0, badReq(name, name+" must be a non-negative integer")
+		return 0, failure.Invalid(name, name+" must be a non-negative integer")
 	}
 	return int64(v.Num), nil
 }
@@ -209,7 +204,7 @@ func decodeStop(v gjson.Result) ([]string, error) {
 		var err error
 		v.ForEach(func(_, s gjson.Result) bool {
 			if s.Type != gjson.String {
-				err = badReq("stop", "stop must be a string or an array of strings")
+				err = failure.Invalid("stop", "stop must be a string or an array of strings")
 				return false
 			}
 			out = append(out, s.Str)
@@ -217,13 +212,13 @@ func decodeStop(v gjson.Result) ([]string, error) {
 		})
 		return out, err
 	}
-	return nil, badReq("stop", "stop must be a string or an array of strings")
+	return nil, failure.Invalid("stop", "stop must be a string or an array of strings")
 }
 
 // decodeMessages fills r.System and r.Messages from the messages array.
 func decodeMessages(v gjson.Result, r *dialect.Request) error {
 	if !v.IsArray() {
-		return badReq("messages", "messages must be an array")
+		return failure.Invalid("messages", "messages must be an array")
 	}
 	var (
 		err        error
@@ -235,7 +230,7 @@ func decodeMessages(v gjson.Result, r *dialect.Request) error {
 		i++
 		p := "messages[" + strconv.Itoa(i) + "]"
 		if !m.IsObject() {
-			err = badReq(p, "a message must be an object")
+			err = failure.Invalid(p, "a message must be an object")
 			return false
 		}
 		if dialect.Meaningful(m.Get("name")) {
@@ -260,7 +255,7 @@ func decodeMessages(v gjson.Result, r *dialect.Request) error {
 			msg, err = decodeAssistant(m, p, r)
 			if fc := m.Get("function_call"); err == nil && fc.IsObject() {
 				if fc.Get("name").Str == "" {
-					err = badReq(p+".function_call.name", "a function_call needs a name")
+					err = failure.Invalid(p+".function_call.name", "a function_call needs a name")
 					return false
 				}
 				legacyCall = "call_legacy_" + strconv.Itoa(i)
@@ -275,12 +270,12 @@ func decodeMessages(v gjson.Result, r *dialect.Request) error {
 			if role == "tool" {
 				tid := m.Get("tool_call_id")
 				if tid.Type != gjson.String || tid.Str == "" {
-					err = badReq(p+".tool_call_id", "a tool message needs a tool_call_id")
+					err = failure.Invalid(p+".tool_call_id", "a tool message needs a tool_call_id")
 					return false
 				}
 				id = tid.Str
 			} else if id == "" {
-				err = badReq(p+".role", "a function message must follow an assistant function_call")
+				err = failure.Invalid(p+".role", "a function message must follow an assistant function_call")
 				return false
 			}
 			var texts []string
@@ -297,7 +292,7 @@ func decodeMessages(v gjson.Result, r *dialect.Request) error {
 				r.Messages = append(r.Messages, dialect.Message{Role: dialect.RoleUser, Parts: []dialect.Part{part}})
 			}
 		default:
-			err = badReq(p+".role", "unsupported message role")
+			err = failure.Invalid(p+".role", "unsupported message role")
 		}
 		prevTool = isTool
 		return err == nil
@@ -318,7 +313,7 @@ func textParts(c gjson.Result, p string) ([]string, error) {
 		var err error
 		c.ForEach(func(_, part gjson.Result) bool {
 			if part.Get("type").Str != "text" || part.Get("text").Type != gjson.String {
-				err = badReq(p, "this message takes text parts only")
+				err = failure.Invalid(p, "this message takes text parts only")
 				return false
 			}
 			out = append(out, part.Get("text").Str)
@@ -326,7 +321,7 @@ func textParts(c gjson.Result, p string) ([]string, error) {
 		})
 		return out, err
 	}
-	return nil, badReq(p, "content must be a string or an array of parts")
+	return nil, failure.Invalid(p, "content must be a string or an array of parts")
 }
 
 func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.Part, error) {
@@ -339,7 +334,7 @@ func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.
 	case c.Type == gjson.Null || !c.Exists():
 		return nil, nil
 	case !c.IsArray():
-		return nil, badReq(p, "content must be a string or an array of parts")
+		return nil, failure.Invalid(p, "content must be a string or an array of parts")
 	}
 	var (
 		out []dialect.Part
@@ -353,14 +348,14 @@ func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.
 		case "text":
 			t := part.Get("text")
 			if t.Type != gjson.String {
-				err = badReq(pp+".text", "a text part needs text")
+				err = failure.Invalid(pp+".text", "a text part needs text")
 			} else if t.Str != "" {
 				out = append(out, dialect.Part{Type: dialect.PartText, Text: t.Str})
 			}
 		case "image_url":
 			u := part.Get("image_url.url")
 			if u.Type != gjson.String || u.Str == "" {
-				err = badReq(pp+".image_url.url", "an image part needs a url")
+				err = failure.Invalid(pp+".image_url.url", "an image part needs a url")
 				break
 			}
 			if dialect.Meaningful(part.Get("image_url.detail")) {
@@ -373,12 +368,12 @@ func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.
 		case "file":
 			f := part.Get("file")
 			if dialect.Meaningful(f.Get("file_id")) {
-				err = badReq(pp+".file.file_id", "file_id references cannot be translated for this model")
+				err = failure.Invalid(pp+".file.file_id", "file_id references cannot be translated for this model")
 				break
 			}
 			d := f.Get("file_data")
 			if d.Type != gjson.String || d.Str == "" {
-				err = badReq(pp+".file.file_data", "a file part needs file_data")
+				err = failure.Invalid(pp+".file.file_data", "a file part needs file_data")
 				break
 			}
 			doc := dialect.Part{Type: dialect.PartDocument, MediaType: "application/pdf", Data: d.Str}
@@ -386,13 +381,13 @@ func decodeUserContent(c gjson.Result, p string, r *dialect.Request) ([]dialect.
 				doc, err = urlPart(dialect.PartDocument, d.Str, pp+".file.file_data")
 			}
 			if err == nil && doc.MediaType != "application/pdf" {
-				err = badReq(pp+".file.file_data", "only PDF files can be translated for this model")
+				err = failure.Invalid(pp+".file.file_data", "only PDF files can be translated for this model")
 			}
 			out = append(out, doc)
 		case "input_audio":
-			err = badReq(pp+".type", "audio input cannot be translated for this model")
+			err = failure.Invalid(pp+".type", "audio input cannot be translated for this model")
 		default:
-			err = badReq(pp+".type", "unsupported content part type")
+			err = failure.Invalid(pp+".type", "unsupported content part type")
 		}
 		return err == nil
 	})
@@ -405,14 +400,14 @@ func urlPart(t dialect.PartType, u, p string) (dialect.Part, error) {
 		mt, data, ok := strings.Cut(rest, ",")
 		mt, isB64 := strings.CutSuffix(mt, ";base64")
 		if !ok || !isB64 || mt == "" || data == "" {
-			return dialect.Part{}, badReq(p, "a data URL must be base64 with a media type")
+			return dialect.Part{}, failure.Invalid(p, "a data URL must be base64 with a media type")
 		}
 		return dialect.Part{Type: t, MediaType: mt, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
 		return dialect.Part{Type: t, ImageURL: u}, nil
 	}
-	return dialect.Part{}, badReq(p, "the URL must be http(s) or a base64 data URL")
+	return dialect.Part{}, failure.Invalid(p, "the URL must be http(s) or a base64 data URL")
 }
 
 func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Message, error) {
@@ -436,7 +431,7 @@ func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Mess
 					msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartRefusal, Text: s})
 				}
 			default:
-				err = badReq(p+".content", "assistant content takes text and refusal parts only")
+				err = failure.Invalid(p+".content", "assistant content takes text and refusal parts only")
 			}
 			return err == nil
 		})
@@ -444,7 +439,7 @@ func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Mess
 			return msg, err
 		}
 	case c.Exists() && c.Type != gjson.Null:
-		return msg, badReq(p+".content", "content must be a string, an array of parts or null")
+		return msg, failure.Invalid(p+".content", "content must be a string, an array of parts or null")
 	}
 	if s := m.Get("refusal"); s.Type == gjson.String && s.Str != "" {
 		msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartRefusal, Text: s.Str})
@@ -460,7 +455,7 @@ func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Mess
 		return msg, nil
 	}
 	if !tcs.IsArray() {
-		return msg, badReq(p+".tool_calls", "tool_calls must be an array")
+		return msg, failure.Invalid(p+".tool_calls", "tool_calls must be an array")
 	}
 	var err error
 	k := -1
@@ -468,17 +463,17 @@ func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Mess
 		k++
 		pp := p + ".tool_calls[" + strconv.Itoa(k) + "]"
 		if typ := tc.Get("type").Str; typ != "function" && typ != "" {
-			err = badReq(pp+".type", "only function tool calls can be translated for this model")
+			err = failure.Invalid(pp+".type", "only function tool calls can be translated for this model")
 			return false
 		}
 		id, name := tc.Get("id"), tc.Get("function.name")
 		if id.Type != gjson.String || id.Str == "" || name.Type != gjson.String || name.Str == "" {
-			err = badReq(pp, "a tool call needs an id and a function name")
+			err = failure.Invalid(pp, "a tool call needs an id and a function name")
 			return false
 		}
 		args := tc.Get("function.arguments")
 		if args.Exists() && args.Type != gjson.String && args.Type != gjson.Null {
-			err = badReq(pp+".function.arguments", "arguments must be a JSON string")
+			err = failure.Invalid(pp+".function.arguments", "arguments must be a JSON string")
 			return false
 		}
 		msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartToolCall, ToolCallID: id.Str, ToolName: name.Str, Arguments: argsOrEmpty(args.Str)})

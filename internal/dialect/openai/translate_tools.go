@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
 // The tool, tool_choice and response_format parts of DecodeRequest.
@@ -16,7 +17,7 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 		return nil
 	}
 	if !v.IsArray() {
-		return badReq("tools", "tools must be an array")
+		return failure.Invalid("tools", "tools must be an array")
 	}
 	var err error
 	i := 0
@@ -26,10 +27,10 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 		switch typ := t.Get("type").Str; typ {
 		case "function":
 		case "custom":
-			err = badReq(p+".type", "custom tools cannot be translated for this model")
+			err = failure.Invalid(p+".type", "custom tools cannot be translated for this model")
 			return false
 		default:
-			err = badReq(p+".type", "unsupported tool type")
+			err = failure.Invalid(p+".type", "unsupported tool type")
 			return false
 		}
 		err = appendTool(t.Get("function"), p+".function", r)
@@ -40,7 +41,7 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 
 func decodeFunctions(v gjson.Result, r *dialect.Request) error {
 	if !v.IsArray() {
-		return badReq("functions", "functions must be an array")
+		return failure.Invalid("functions", "functions must be an array")
 	}
 	var err error
 	i := 0
@@ -54,11 +55,11 @@ func decodeFunctions(v gjson.Result, r *dialect.Request) error {
 
 func appendTool(f gjson.Result, p string, r *dialect.Request) error {
 	if !f.IsObject() {
-		return badReq(p, "a function tool must be an object")
+		return failure.Invalid(p, "a function tool must be an object")
 	}
 	name := f.Get("name")
 	if name.Type != gjson.String || name.Str == "" {
-		return badReq(p+".name", "a function tool needs a name")
+		return failure.Invalid(p+".name", "a function tool needs a name")
 	}
 	t := dialect.Tool{Name: name.Str}
 	var err error
@@ -67,7 +68,7 @@ func appendTool(f gjson.Result, p string, r *dialect.Request) error {
 	}
 	if ps := f.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
 		if !ps.IsObject() {
-			return badReq(p+".parameters", "parameters must be a JSON schema object")
+			return failure.Invalid(p+".parameters", "parameters must be a JSON schema object")
 		}
 		t.Parameters = json.RawMessage(ps.Raw)
 	}
@@ -92,14 +93,14 @@ func decodeToolChoice(v gjson.Result, param string, tc *dialect.ToolChoice) erro
 			tc.Mode = v.Str
 			return nil
 		}
-		return badReq(param, param+" must be auto, none, required or a function")
+		return failure.Invalid(param, param+" must be auto, none, required or a function")
 	case v.IsObject():
 		if param == "function_call" { // legacy {"name": "f"}
 			if n := v.Get("name"); n.Type == gjson.String && n.Str != "" {
 				tc.Mode, tc.Name = "tool", n.Str
 				return nil
 			}
-			return badReq(param+".name", "function_call needs a name")
+			return failure.Invalid(param+".name", "function_call needs a name")
 		}
 		switch v.Get("type").Str {
 		case "function":
@@ -107,12 +108,12 @@ func decodeToolChoice(v gjson.Result, param string, tc *dialect.ToolChoice) erro
 				tc.Mode, tc.Name = "tool", n.Str
 				return nil
 			}
-			return badReq(param+".function.name", "tool_choice needs a function name")
+			return failure.Invalid(param+".function.name", "tool_choice needs a function name")
 		case "allowed_tools", "custom":
-			return badReq(param+".type", "this tool_choice cannot be translated for this model")
+			return failure.Invalid(param+".type", "this tool_choice cannot be translated for this model")
 		}
 	}
-	return badReq(param, param+" is not a valid tool choice")
+	return failure.Invalid(param, param+" is not a valid tool choice")
 }
 
 func decodeResponseFormat(v gjson.Result, r *dialect.Request) error {
@@ -120,7 +121,7 @@ func decodeResponseFormat(v gjson.Result, r *dialect.Request) error {
 		return nil
 	}
 	if !v.IsObject() {
-		return badReq("response_format", "response_format must be an object")
+		return failure.Invalid("response_format", "response_format must be an object")
 	}
 	switch v.Get("type").Str {
 	case "text":
@@ -132,10 +133,10 @@ func decodeResponseFormat(v gjson.Result, r *dialect.Request) error {
 		js := v.Get("json_schema")
 		s := js.Get("schema")
 		if !s.IsObject() {
-			return badReq("response_format.json_schema.schema", "json_schema needs a schema object")
+			return failure.Invalid("response_format.json_schema.schema", "json_schema needs a schema object")
 		}
 		r.ResponseFormat = &dialect.ResponseFormat{Name: js.Get("name").Str, Schema: json.RawMessage(s.Raw), Strict: js.Get("strict").Type == gjson.True}
 		return nil
 	}
-	return badReq("response_format.type", "unsupported response_format type")
+	return failure.Invalid("response_format.type", "unsupported response_format type")
 }

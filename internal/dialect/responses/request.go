@@ -37,12 +37,12 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 		return info, err // not JSON, not an object, or a duplicated key
 	}
 	if m.Type != gjson.String || m.Str == "" {
-		return info, badReq("model", "`model` is required and must be a non-empty string")
+		return info, failure.Invalid("model", "`model` is required and must be a non-empty string")
 	}
 	info.Model = strings.Clone(m.Str) // m.Str aliases the body
 	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
 	if in.Type != gjson.String && !in.IsArray() {
-		return info, badReq("input", "`input` is required and must be a string or an array of items")
+		return info, failure.Invalid("input", "`input` is required and must be a string or an array of items")
 	}
 	var err error
 	if info.Stream, err = boolField(stream, "stream"); err != nil {
@@ -96,11 +96,11 @@ var refused = [...]struct{ name, msg string }{
 // file_id reference, audio input, or a non-PDF file.
 func DecodeRequest(body []byte) (*dialect.Request, error) {
 	if !gjson.ValidBytes(body) {
-		return nil, badReq("", "the request body is not valid JSON")
+		return nil, failure.Invalid("", "the request body is not valid JSON")
 	}
 	root := gjson.Parse(string(body)) // one copy: every string below is a view into it
 	if !root.IsObject() {
-		return nil, badReq("", "the request body must be a JSON object")
+		return nil, failure.Invalid("", "the request body must be a JSON object")
 	}
 	r := &dialect.Request{IncludeUsage: true}
 	var (
@@ -114,7 +114,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		for _, ref := range refused {
 			if k.Str == ref.name {
 				if dialect.Meaningful(v) {
-					err = badReq(ref.name, ref.msg)
+					err = failure.Invalid(ref.name, ref.msg)
 				}
 				return err == nil
 			}
@@ -122,7 +122,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		switch k.Str {
 		case "model":
 			if v.Type != gjson.String || v.Str == "" {
-				err = badReq("model", "`model` is required and must be a non-empty string")
+				err = failure.Invalid("model", "`model` is required and must be a non-empty string")
 			}
 			r.Model, haveModel = v.Str, true
 		case "input":
@@ -167,7 +167,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		return nil, err
 	}
 	if !haveModel {
-		return nil, badReq("model", "`model` is required and must be a non-empty string")
+		return nil, failure.Invalid("model", "`model` is required and must be a non-empty string")
 	}
 	switch {
 	case input.Type == gjson.String:
@@ -179,7 +179,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 			return nil, err
 		}
 	default:
-		return nil, badReq("input", "`input` is required and must be a string or an array of items")
+		return nil, failure.Invalid("input", "`input` is required and must be a string or an array of items")
 	}
 	if instructions != "" {
 		r.System = append([]string{instructions}, r.System...)
@@ -199,7 +199,7 @@ func decodeReasoning(v gjson.Result, r *dialect.Request) error {
 		return nil
 	}
 	if !v.IsObject() {
-		return badReq("reasoning", "reasoning must be an object")
+		return failure.Invalid("reasoning", "reasoning must be an object")
 	}
 	var err error
 	if r.ReasoningEffort, err = stringField(v.Get("effort"), "reasoning.effort"); err != nil {
@@ -218,7 +218,7 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 		return nil
 	}
 	if !v.IsObject() {
-		return badReq("text", "text must be an object")
+		return failure.Invalid("text", "text must be an object")
 	}
 	if dialect.Meaningful(v.Get("verbosity")) {
 		r.Drop("text.verbosity")
@@ -228,7 +228,7 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 		return nil
 	}
 	if !f.IsObject() {
-		return badReq("text.format", "text.format must be an object")
+		return failure.Invalid("text.format", "text.format must be an object")
 	}
 	switch f.Get("type").Str {
 	case "text":
@@ -239,7 +239,7 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 	case "json_schema":
 		s := f.Get("schema")
 		if !s.IsObject() {
-			return badReq("text.format.schema", "a json_schema format needs a schema object")
+			return failure.Invalid("text.format.schema", "a json_schema format needs a schema object")
 		}
 		if dialect.Meaningful(f.Get("description")) {
 			r.Drop("text.format.description")
@@ -247,7 +247,7 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 		r.ResponseFormat = &dialect.ResponseFormat{Name: f.Get("name").Str, Schema: json.RawMessage(s.Raw), Strict: f.Get("strict").Type == gjson.True}
 		return nil
 	}
-	return badReq("text.format.type", "unsupported text.format type")
+	return failure.Invalid("text.format.type", "unsupported text.format type")
 }
 
 // decodeTools reads the flat function tools; every other tool type is hosted by the provider
@@ -257,7 +257,7 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 		return nil
 	}
 	if !v.IsArray() {
-		return badReq("tools", "tools must be an array")
+		return failure.Invalid("tools", "tools must be an array")
 	}
 	var err error
 	i := -1
@@ -265,16 +265,16 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 		i++
 		p := "tools[" + strconv.Itoa(i) + "]"
 		if !t.IsObject() {
-			err = badReq(p, "a tool must be an object")
+			err = failure.Invalid(p, "a tool must be an object")
 			return false
 		}
 		if t.Get("type").Str != "function" {
-			err = badReq(p+".type", "only function tools are supported: hosted and custom tools need the provider's own Responses API")
+			err = failure.Invalid(p+".type", "only function tools are supported: hosted and custom tools need the provider's own Responses API")
 			return false
 		}
 		name := t.Get("name")
 		if name.Type != gjson.String || name.Str == "" {
-			err = badReq(p+".name", "a function tool needs a name")
+			err = failure.Invalid(p+".name", "a function tool needs a name")
 			return false
 		}
 		tool := dialect.Tool{Name: name.Str}
@@ -283,7 +283,7 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 		}
 		if ps := t.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
 			if !ps.IsObject() {
-				err = badReq(p+".parameters", "parameters must be a JSON schema object")
+				err = failure.Invalid(p+".parameters", "parameters must be a JSON schema object")
 				return false
 			}
 			tool.Parameters = json.RawMessage(ps.Raw)
@@ -311,7 +311,7 @@ func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
 			tc.Mode = v.Str
 			return nil
 		}
-		return badReq("tool_choice", "tool_choice must be auto, none, required or a function")
+		return failure.Invalid("tool_choice", "tool_choice must be auto, none, required or a function")
 	case v.IsObject():
 		switch v.Get("type").Str {
 		case "function":
@@ -319,18 +319,13 @@ func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
 				tc.Mode, tc.Name = "tool", n.Str
 				return nil
 			}
-			return badReq("tool_choice.name", "tool_choice needs a function name")
+			return failure.Invalid("tool_choice.name", "tool_choice needs a function name")
 		case "allowed_tools":
-			return badReq("tool_choice.type", "an allowed_tools tool_choice cannot be translated for this model")
+			return failure.Invalid("tool_choice.type", "an allowed_tools tool_choice cannot be translated for this model")
 		}
-		return badReq("tool_choice.type", "tool_choice may name function tools only")
+		return failure.Invalid("tool_choice.type", "tool_choice may name function tools only")
 	}
-	return badReq("tool_choice", "tool_choice is not a valid tool choice")
-}
-
-// badReq is the typed 400 of every decode refusal. msg names fields, never content.
-func badReq(param, msg string) error {
-	return &failure.Error{Class: failure.InvalidRequest, Msg: msg, Param: param}
+	return failure.Invalid("tool_choice", "tool_choice is not a valid tool choice")
 }
 
 func boolField(v gjson.Result, name string) (bool, error) {
@@ -343,7 +338,7 @@ func boolField(v gjson.Result, name string) (bool, error) {
 	if !v.Exists() {
 		return false, nil
 	}
-	return false, badReq(name, name+" must be a boolean")
+	return false, failure.Invalid(name, name+" must be a boolean")
 }
 
 func stringField(v gjson.Result, name string) (string, error) {
@@ -356,7 +351,7 @@ func stringField(v gjson.Result, name string) (string, error) {
 	if !v.Exists() {
 		return "", nil
 	}
-	return "", badReq(name, name+" must be a string")
+	return "", failure.Invalid(name, name+" must be a string")
 }
 
 func floatField(v gjson.Result, name string) (*float64, error) {
@@ -367,12 +362,12 @@ func floatField(v gjson.Result, name string) (*float64, error) {
 		f := v.Num
 		return &f, nil
 	}
-	return nil, badReq(name, name+" must be a number")
+	return nil, failure.Invalid(name, name+" must be a number")
 }
 
 func intField(v gjson.Result, name string) (int64, error) {
 	if v.Type != gjson.Number || v.Num < 0 || v.Num > 1<<53 || v.Num != float64(int64(v.Num)) {
-		return 0, badReq(name, name+" must be a non-negative integer")
+		return 0, failure.Invalid(name, name+" must be a non-negative integer")
 	}
 	return int64(v.Num), nil
 }

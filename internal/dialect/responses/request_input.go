@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
 // The input-item part of DecodeRequest.
@@ -49,11 +50,11 @@ func (st *inputState) appendTo(kind int, role dialect.Role, part dialect.Part) {
 
 func (st *inputState) item(it gjson.Result, p string) error {
 	if !it.IsObject() {
-		return badReq(p, "an input item must be an object")
+		return failure.Invalid(p, "an input item must be an object")
 	}
 	typ := it.Get("type")
 	if typ.Type != gjson.String && typ.Exists() && typ.Type != gjson.Null {
-		return badReq(p+".type", "type must be a string")
+		return failure.Invalid(p+".type", "type must be a string")
 	}
 	kind := typ.Str
 	if kind == "" && it.Get("role").Exists() {
@@ -65,18 +66,18 @@ func (st *inputState) item(it gjson.Result, p string) error {
 	case "function_call":
 		id, name := it.Get("call_id"), it.Get("name")
 		if id.Type != gjson.String || id.Str == "" || name.Type != gjson.String || name.Str == "" {
-			return badReq(p, "a function_call item needs a call_id and a name")
+			return failure.Invalid(p, "a function_call item needs a call_id and a name")
 		}
 		args := it.Get("arguments")
 		if args.Exists() && args.Type != gjson.String && args.Type != gjson.Null {
-			return badReq(p+".arguments", "arguments must be a JSON string")
+			return failure.Invalid(p+".arguments", "arguments must be a JSON string")
 		}
 		st.appendTo(lastAssistant, dialect.RoleAssistant, dialect.Part{Type: dialect.PartToolCall,
 			ToolCallID: id.Str, ToolName: name.Str, Arguments: argsOrEmpty(args.Str)})
 	case "function_call_output":
 		id := it.Get("call_id")
 		if id.Type != gjson.String || id.Str == "" {
-			return badReq(p+".call_id", "a function_call_output item needs a call_id")
+			return failure.Invalid(p+".call_id", "a function_call_output item needs a call_id")
 		}
 		part := dialect.Part{Type: dialect.PartToolResult, ToolCallID: id.Str}
 		switch out := it.Get("output"); {
@@ -90,7 +91,7 @@ func (st *inputState) item(it gjson.Result, p string) error {
 				return err
 			}
 		default:
-			return badReq(p+".output", "output must be a string or an array of parts")
+			return failure.Invalid(p+".output", "output must be a string or an array of parts")
 		}
 		st.appendTo(lastToolResult, dialect.RoleUser, part)
 	case "reasoning":
@@ -105,9 +106,9 @@ func (st *inputState) item(it gjson.Result, p string) error {
 			st.appendTo(lastAssistant, dialect.RoleAssistant, part)
 		}
 	case "item_reference":
-		return badReq(p+".type", "item references need items stored by the provider; send the items themselves")
+		return failure.Invalid(p+".type", "item references need items stored by the provider; send the items themselves")
 	default:
-		return badReq(p+".type", "unsupported input item type: only messages, function_call, function_call_output and reasoning items can be served")
+		return failure.Invalid(p+".type", "unsupported input item type: only messages, function_call, function_call_output and reasoning items can be served")
 	}
 	return nil
 }
@@ -149,7 +150,7 @@ func (st *inputState) message(it gjson.Result, p string) error {
 				return err
 			}
 		default:
-			return badReq(p+".content", "content must be a string or an array of parts")
+			return failure.Invalid(p+".content", "content must be a string or an array of parts")
 		}
 		if len(parts) > 0 {
 			st.r.Messages = append(st.r.Messages, dialect.Message{Role: dialect.RoleUser, Parts: parts})
@@ -170,7 +171,7 @@ func (st *inputState) message(it gjson.Result, p string) error {
 				switch part.Get("type").Str {
 				case "output_text", "input_text":
 					if t := part.Get("text"); t.Type != gjson.String {
-						err = badReq(pp+".text", "a text part needs text")
+						err = failure.Invalid(pp+".text", "a text part needs text")
 					} else if t.Str != "" {
 						st.appendTo(lastAssistant, dialect.RoleAssistant, dialect.Part{Type: dialect.PartText, Text: t.Str})
 					}
@@ -179,16 +180,16 @@ func (st *inputState) message(it gjson.Result, p string) error {
 						st.appendTo(lastAssistant, dialect.RoleAssistant, dialect.Part{Type: dialect.PartRefusal, Text: s})
 					}
 				default:
-					err = badReq(pp+".type", "assistant content takes output_text and refusal parts only")
+					err = failure.Invalid(pp+".type", "assistant content takes output_text and refusal parts only")
 				}
 				return err == nil
 			})
 			return err
 		default:
-			return badReq(p+".content", "content must be a string or an array of parts")
+			return failure.Invalid(p+".content", "content must be a string or an array of parts")
 		}
 	default:
-		return badReq(p+".role", "unsupported message role")
+		return failure.Invalid(p+".role", "unsupported message role")
 	}
 	return nil
 }
@@ -206,7 +207,7 @@ func systemTexts(c gjson.Result, p string) ([]string, error) {
 		c.ForEach(func(_, part gjson.Result) bool {
 			t := part.Get("text")
 			if part.Get("type").Str != "input_text" || t.Type != gjson.String {
-				err = badReq(p, "system and developer messages take input_text parts only")
+				err = failure.Invalid(p, "system and developer messages take input_text parts only")
 				return false
 			}
 			out = append(out, t.Str)
@@ -214,7 +215,7 @@ func systemTexts(c gjson.Result, p string) ([]string, error) {
 		})
 		return out, err
 	}
-	return nil, badReq(p, "content must be a string or an array of parts")
+	return nil, failure.Invalid(p, "content must be a string or an array of parts")
 }
 
 // inputParts reads user content or a function_call_output's output: input_text, input_image
@@ -232,18 +233,18 @@ func (st *inputState) inputParts(c gjson.Result, p string) ([]dialect.Part, erro
 		case "input_text":
 			t := part.Get("text")
 			if t.Type != gjson.String {
-				err = badReq(pp+".text", "an input_text part needs text")
+				err = failure.Invalid(pp+".text", "an input_text part needs text")
 			} else if t.Str != "" {
 				out = append(out, dialect.Part{Type: dialect.PartText, Text: t.Str})
 			}
 		case "input_image":
 			if dialect.Meaningful(part.Get("file_id")) {
-				err = badReq(pp+".file_id", "file_id references cannot be translated for this model")
+				err = failure.Invalid(pp+".file_id", "file_id references cannot be translated for this model")
 				break
 			}
 			u := part.Get("image_url")
 			if u.Type != gjson.String || u.Str == "" {
-				err = badReq(pp+".image_url", "an input_image part needs an image_url")
+				err = failure.Invalid(pp+".image_url", "an input_image part needs an image_url")
 				break
 			}
 			if d := part.Get("detail").Str; d != "" && d != "auto" {
@@ -259,9 +260,9 @@ func (st *inputState) inputParts(c gjson.Result, p string) ([]dialect.Part, erro
 				out = append(out, doc)
 			}
 		case "input_audio":
-			err = badReq(pp+".type", "audio input cannot be translated for this model")
+			err = failure.Invalid(pp+".type", "audio input cannot be translated for this model")
 		default:
-			err = badReq(pp+".type", "unsupported content part type")
+			err = failure.Invalid(pp+".type", "unsupported content part type")
 		}
 		return err == nil
 	})
@@ -272,14 +273,14 @@ func (st *inputState) inputParts(c gjson.Result, p string) ([]dialect.Part, erro
 // PDF) or file_url; only PDFs translate, and file_id references are refused.
 func filePart(part gjson.Result, p string) (dialect.Part, error) {
 	if dialect.Meaningful(part.Get("file_id")) {
-		return dialect.Part{}, badReq(p+".file_id", "file_id references cannot be translated for this model")
+		return dialect.Part{}, failure.Invalid(p+".file_id", "file_id references cannot be translated for this model")
 	}
 	if u := part.Get("file_url"); u.Type == gjson.String && u.Str != "" {
 		return urlPart(dialect.PartDocument, u.Str, p+".file_url")
 	}
 	d := part.Get("file_data")
 	if d.Type != gjson.String || d.Str == "" {
-		return dialect.Part{}, badReq(p+".file_data", "an input_file part needs file_data or file_url")
+		return dialect.Part{}, failure.Invalid(p+".file_data", "an input_file part needs file_data or file_url")
 	}
 	doc := dialect.Part{Type: dialect.PartDocument, MediaType: "application/pdf", Data: d.Str}
 	if strings.HasPrefix(d.Str, "data:") {
@@ -289,7 +290,7 @@ func filePart(part gjson.Result, p string) (dialect.Part, error) {
 		}
 	}
 	if doc.MediaType != "application/pdf" {
-		return dialect.Part{}, badReq(p+".file_data", "only PDF files can be translated for this model")
+		return dialect.Part{}, failure.Invalid(p+".file_data", "only PDF files can be translated for this model")
 	}
 	return doc, nil
 }
@@ -300,14 +301,14 @@ func urlPart(t dialect.PartType, u, p string) (dialect.Part, error) {
 		mt, data, ok := strings.Cut(rest, ",")
 		mt, isB64 := strings.CutSuffix(mt, ";base64")
 		if !ok || !isB64 || mt == "" || data == "" {
-			return dialect.Part{}, badReq(p, "a data URL must be base64 with a media type")
+			return dialect.Part{}, failure.Invalid(p, "a data URL must be base64 with a media type")
 		}
 		return dialect.Part{Type: t, MediaType: mt, Data: data}, nil
 	}
 	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
 		return dialect.Part{Type: t, ImageURL: u}, nil
 	}
-	return dialect.Part{}, badReq(p, "the URL must be http(s) or a base64 data URL")
+	return dialect.Part{}, failure.Invalid(p, "the URL must be http(s) or a base64 data URL")
 }
 
 // argsOrEmpty returns tool-call arguments, with empty arguments as the empty object "{}".
