@@ -53,7 +53,22 @@ type Deployment struct {
 	// through an Endpoint that lists it (R-KEY-6). They stay in Model.Routes, and plans of
 	// public requests drop them with a reason.
 	Reserved bool
-	Routes   []*Route
+	// BYOK marks a caller's own provider connection (R-KEY-5, R-POLICY), named "byok:<id>": it
+	// is not in the catalog, its usage is billed by its provider to the caller (never by the
+	// gateway: cost 0, billing_source "byok"), and it is outside the supply tiers.
+	BYOK   bool
+	Routes []*Route
+}
+
+// PauseScope is the provider key under which the deployment's circuits and 429 pauses are
+// kept (R-CIRCUIT-4): Provider for the house's deployments, Name for a BYOK connection, so a
+// caller's own key hitting its rate limit never pauses the house's deployments of that provider,
+// nor the reverse.
+func (d *Deployment) PauseScope() string {
+	if d.BYOK {
+		return d.Name
+	}
+	return d.Provider
 }
 
 // Endpoint is a dedicated endpoint `<namespace>/<name>` (R-KEY-6): a name callers send as

@@ -16,8 +16,9 @@ import (
 // ReasonNoPublicFallback: neither belongs to the request's pool at all, so neither names the
 // constraint that emptied it.
 const (
-	ReasonReserved         = "reserved"            // a reserved deployment, and the request is not through an endpoint listing it (R-KEY-6)
-	ReasonNoPublicFallback = "public fallback off" // a public deployment, and the request's endpoint has public_fallback false (R-KEY-6)
+	ReasonFunding          = "not funded by the policy" // a house route, and the caller's routing policy's funding is byok (R-POLICY)
+	ReasonReserved         = "reserved"                 // a reserved deployment, and the request is not through an endpoint listing it (R-KEY-6)
+	ReasonNoPublicFallback = "public fallback off"      // a public deployment, and the request's endpoint has public_fallback false (R-KEY-6)
 
 	ReasonProviders   = "not in the key's providers" // the effective `providers` setting does not name it (R-ADMIT-2)
 	ReasonPin         = "not the pinned provider"    // a `model:provider` pin names another provider (R-SUFFIX-1)
@@ -33,22 +34,24 @@ const (
 // filter that emptied the pool.
 func rank(reason string) int {
 	switch reason {
-	case ReasonProviders:
+	case ReasonFunding:
 		return 1
-	case ReasonPin:
+	case ReasonProviders:
 		return 2
-	case ReasonOnly:
+	case ReasonPin:
 		return 3
-	case ReasonIgnore:
+	case ReasonOnly:
 		return 4
-	case ReasonTierScope:
+	case ReasonIgnore:
 		return 5
-	case ReasonContext:
+	case ReasonTierScope:
 		return 6
-	case ReasonProtocol:
+	case ReasonContext:
 		return 7
-	case ReasonCircuitOpen:
+	case ReasonProtocol:
 		return 8
+	case ReasonCircuitOpen:
+		return 9
 	}
 	return 0
 }
@@ -57,19 +60,29 @@ func rank(reason string) int {
 const publicRank = 1 << 30
 
 // admit runs the admission filters over the request's routes: for a dedicated endpoint
-// (R-KEY-6) its reserved routes first, in the endpoint's order, then the model's routes in
-// catalog order, where reserved routes the request may not use and, for an endpoint without
+// (R-KEY-6) its reserved routes first, in the endpoint's order, then the caller's own
+// connections' routes (in.BYOK), then the model's routes in catalog order. Under funding byok
+// (in.HouseOff) every house route is dropped as ReasonFunding. Otherwise reserved routes the request may not use and, for an endpoint without
 // public fallback, public routes are dropped without further checks. Admitted routes are
 // appended to p.Candidates (their metric still unset), the others to p.Dropped.
 func admit(p *Plan, m *catalog.Model, in *Input, h Health) {
 	e := in.Resolution.Endpoint
 	if e != nil {
 		for i, rt := range e.Reserved {
+			if in.HouseOff {
+				p.Dropped = append(p.Dropped, Dropped{Deployment: rt.Deployment.Name, Model: rt.Model, Reason: ReasonFunding})
+				continue
+			}
 			admitRoute(p, rt, m, in, h, int32(i))
 		}
 	}
+	for _, rt := range in.BYOK {
+		admitRoute(p, rt, m, in, h, publicRank)
+	}
 	for _, rt := range m.Routes {
 		switch {
+		case in.HouseOff && !(rt.Deployment.Reserved && e != nil && e.Lists(rt)):
+			p.Dropped = append(p.Dropped, Dropped{Deployment: rt.Deployment.Name, Model: rt.Model, Reason: ReasonFunding})
 		case rt.Deployment.Reserved && e != nil && e.Lists(rt):
 			continue // admitted above, in the endpoint's order
 		case rt.Deployment.Reserved:
@@ -97,13 +110,13 @@ func admitRoute(p *Plan, rt *catalog.Route, m *catalog.Model, in *Input, h Healt
 		reason = ReasonOnly
 	case len(pr.Ignore) > 0 && index(pr.Ignore, dep) >= 0:
 		reason = ReasonIgnore
-	case !inScope(in.TierScope, dep.Tier):
+	case !dep.BYOK && !inScope(in.TierScope, dep.Tier): // a caller's own connection is outside the house's tiers
 		reason = ReasonTierScope
 	case !fits(in.InputTokens, rt, m):
 		reason = ReasonContext
 	case !dep.Supports(in.Protocol):
 		reason = ReasonProtocol
-	case h != nil && h.Open(dep.Provider, dep.Name, rt.Model):
+	case h != nil && h.Open(dep.PauseScope(), dep.Name, rt.Model):
 		reason = ReasonCircuitOpen
 	}
 	if reason != "" {
@@ -155,6 +168,8 @@ func index(names []string, d *catalog.Deployment) int {
 //   - the tier scope: 400 invalid_request naming settings.tier_scope;
 //   - provider.ignore, provider.only or the pin: 400 invalid_request naming it;
 //   - the key's providers: 400 invalid_request naming settings.providers;
+//   - a policy funded byok and no connection of the key serving the model: 400
+//     invalid_request naming settings.policy;
 //   - a model without routes, or none the request may use (reserved routes of a public
 //     request, public routes of an endpoint without public fallback): 400 invalid_request.
 //
@@ -175,6 +190,9 @@ func (p *Plan) Refusal() error {
 	case 0:
 		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 			Msg: fmt.Sprintf("no deployment serves model %q", p.Model)}
+	case rank(ReasonFunding):
+		return &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
+			Msg: fmt.Sprintf("no BYOK connection of this API key serves model %q, and its routing policy's funding is byok", p.Model)}
 	case rank(ReasonProviders):
 		return &failure.Error{Class: failure.InvalidRequest, Param: "settings.providers",
 			Msg: fmt.Sprintf("this API key's providers setting excludes every deployment of model %q", p.Model)}

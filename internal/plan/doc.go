@@ -15,8 +15,10 @@
 //     reserved route is dropped as ReasonReserved, and public routes of an endpoint without
 //     public fallback as ReasonNoPublicFallback. An empty pool is never widened:
 //     [Plan.Refusal] names the constraint that emptied it.
-//   - Ordering (strategy.go, band.go, affinity.go, R-ORDER-1..6): an endpoint's reserved routes
-//     first, in its order, one band each (R-KEY-6); then provider.order groups, then a
+//   - Ordering (strategy.go, band.go, affinity.go, policy.go, R-ORDER-1..7): the caller's own
+//     connections (Input.BYOK, R-POLICY) before every house route; then an endpoint's reserved
+//     routes, in its order, one band each (R-KEY-6); then a routing policy's saved order
+//     (Input.SavedOrder, R-ORDER-7), one band per entry; then provider.order groups, then a
 //     preferred-provider split, then inside each group the strategy's metric (price.go,
 //     metrics.go), tie bands with the tolerances of R-ORDER-3, and inside a band ascending
 //     deployment priority then a weighted random order seeded by the session key (R-ORDER-5).

@@ -48,12 +48,16 @@ type Candidate struct {
 	// Reserved is true for a reserved route of the request's dedicated endpoint (R-KEY-6):
 	// such routes come first, in the endpoint's order, one band each.
 	Reserved bool
+	// BYOK is true for a route of the caller's own connection (Input.BYOK).
+	BYOK bool
 
 	key    float64 // ascending sort key of the metric (imputed when missing)
 	metric float64 // the metric used for banding (imputed when missing)
 	draw   float64 // -ln(u)/weight: the weighted random order inside a band (affinity.go)
 	group  int32   // provider.order index, then preferred, then the rest
 	rsv    int32   // reserved rank: index in the endpoint's reserved routes, publicRank for a public route (R-KEY-6)
+	house  bool    // a house route: after every BYOK route (R-POLICY funding; policy.go)
+	saved  int32   // index in Input.SavedOrder, len(SavedOrder) when it names none (R-ORDER-7; policy.go)
 	nokey  bool    // no metric at all (unpriced): after every route that has one
 }
 
@@ -71,6 +75,9 @@ type Plan struct {
 	Resolved string // the catalog model id
 	// Endpoint is the dedicated endpoint the caller named (R-KEY-6); "" for a model request.
 	Endpoint string
+	// Policy and Funding are the caller's routing policy id and its funding rule (R-POLICY),
+	// copied from Input for display; "" when no policy applies.
+	Policy, Funding string
 	// Strategy is the strategy that ordered the pool; "balanced" when the requested one had no
 	// measurements, which DegradedFrom then names (R-ORDER-4).
 	Strategy     string
@@ -122,6 +129,19 @@ type Input struct {
 	// Stats feeds the latency, throughput and reliability strategies; nil means no
 	// measurements (those strategies then degrade to balanced).
 	Stats Stats
+	// BYOK are the routes of the caller's own provider connections serving the model (R-KEY-5,
+	// deployments "byok:<id>" with Deployment.BYOK set), admitted after an endpoint's reserved
+	// routes and before the model's routes, and ordered before every house route. nil: none.
+	BYOK []*catalog.Route
+	// HouseOff drops the model's own (house) routes with ReasonFunding: a routing policy whose
+	// funding is byok (R-POLICY). An endpoint's reserved routes are house routes too.
+	HouseOff bool
+	// SavedOrder is the caller's routing policy's saved order (R-ORDER-7): deployment or
+	// provider names whose routes go first, in this order, inside the BYOK and the house
+	// routes each, ahead of provider.order and the preferred split. nil: no policy order.
+	SavedOrder []string
+	// Policy and Funding name the policy and its funding rule in the plan (display only).
+	Policy, Funding string
 }
 
 // Preferences narrow or reorder the pool; they never widen it (R-ORDER-6, R-SUFFIX-4). Names
@@ -168,7 +188,7 @@ func Build(p *Plan, in Input, h Health) {
 	if m == nil {
 		return
 	}
-	p.Resolved = m.ID
+	p.Resolved, p.Policy, p.Funding = m.ID, in.Policy, in.Funding
 	if e := in.Resolution.Endpoint; e != nil {
 		p.Endpoint = e.ID
 	}
@@ -182,8 +202,9 @@ func Build(p *Plan, in Input, h Health) {
 	seed := seedOf(in.SessionKey)
 	for i := range p.Candidates {
 		c := &p.Candidates[i]
-		c.Weight, c.Reserved = c.Route.Weight, c.rsv != publicRank
+		c.Weight, c.Reserved, c.BYOK = c.Route.Weight, c.rsv != publicRank, c.Route.Deployment.BYOK
 		c.draw = drawKey(seed, c.Route)
+		c.house, c.saved = !c.BYOK, savedRank(c.Route.Deployment, in.SavedOrder)
 	}
 	group(p.Candidates, &in.Prefs)
 	p.sort(s.compare)

@@ -94,13 +94,23 @@ func noScores(cs []Candidate) {
 	}
 }
 
-// compare is the order of the pool before banding: an endpoint's reserved routes in the
-// endpoint's order, then the group (provider.order, preferred),
+// compare is the order of the pool before banding: the caller's own (BYOK) routes before the
+// house's, then an endpoint's reserved routes in the endpoint's order, then a routing policy's
+// saved order, then the group (provider.order, preferred),
 // then the strategy's key, then the weighted random draw. Inside a metric band, band() reorders
 // by priority then draw.
 func (s strategy) compare(a, b *Candidate) int {
+	if a.house != b.house {
+		if a.house {
+			return 1 // the caller's own connections before the house (R-POLICY funding)
+		}
+		return -1
+	}
 	if c := cmp.Compare(a.rsv, b.rsv); c != 0 {
 		return c // an endpoint's reserved routes first, in its order (R-KEY-6)
+	}
+	if c := cmp.Compare(a.saved, b.saved); c != 0 {
+		return c // a routing policy's saved order (R-ORDER-7)
 	}
 	if c := cmp.Compare(a.group, b.group); c != 0 {
 		return c
@@ -195,8 +205,8 @@ func band(cs []Candidate, s strategy) (reorder bool) {
 // relative for price, 20% relative for latency and throughput, 1 percentage point absolute for
 // reliability, all measured from the leader, so a band never chains past its tolerance.
 func sameBand(lead, c *Candidate, s strategy) bool {
-	if lead.group != c.group || lead.rsv != c.rsv || c.rsv != publicRank {
-		return false // a reserved route is a band of its own (R-KEY-6)
+	if lead.group != c.group || lead.rsv != c.rsv || c.rsv != publicRank || lead.house != c.house || lead.saved != c.saved {
+		return false // a reserved route is a band of its own (R-KEY-6), as is a saved-order entry's (R-ORDER-7)
 	}
 	const eps = 1e-9 // float slack: 0.99 - 0.98 is a little over 0.01
 	switch s.kind {

@@ -80,7 +80,10 @@ type Relay struct {
 	circuits *circuit.Set
 	clients  map[string]*upstream.Client // by deployment name; read-only after New
 	headers  map[string]depHeaders       // by deployment name; read-only after New
-	pool     sync.Pool                   // *scratch
+	// extra are the clients added after New (BYOK connections, AddClient): *extraClient by
+	// deployment name, consulted only when clients has no entry.
+	extra sync.Map
+	pool  sync.Pool // *scratch
 	// Stats, when set, receives one observation per attempt (latency, throughput and
 	// reliability windows, R-ORDER-4); Record must not block.
 	Stats interface{ Record(stats.Observation) }
@@ -122,6 +125,36 @@ func New(circuits *circuit.Set, clients map[string]*upstream.Client) *Relay {
 	}
 	rl.pool.New = func() any { return &scratch{rd: sse.NewReader(nil)} }
 	return rl
+}
+
+// extraClient is a client added with AddClient, with its response header values.
+type extraClient struct {
+	c *upstream.Client
+	h depHeaders
+}
+
+// AddClient makes c the client of its deployment (c.Deployment().Name) for attempts on routes of
+// that deployment: the caller's own connections (BYOK), which appear after New. A deployment
+// given to New keeps its client; adding a name again replaces the earlier added client. Safe
+// for concurrent use with Run.
+func (rl *Relay) AddClient(c *upstream.Client) {
+	d := c.Deployment()
+	if _, ok := rl.clients[d.Name]; ok {
+		return
+	}
+	rl.extra.Store(d.Name, &extraClient{c: c, h: depHeaders{name: []string{d.Name}, provider: []string{d.Provider}}})
+}
+
+// client returns the deployment's client and header values, or nil.
+func (rl *Relay) client(name string) (*upstream.Client, depHeaders) {
+	if c := rl.clients[name]; c != nil {
+		return c, rl.headers[name]
+	}
+	if v, ok := rl.extra.Load(name); ok {
+		e := v.(*extraClient)
+		return e.c, e.h
+	}
+	return nil, depHeaders{}
 }
 
 // scratch is the per-request working memory, pooled: no buffer is allocated per frame.
@@ -209,7 +242,7 @@ chain:
 			} else {
 				sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
 			}
-			tk, err := rl.circuits.Admit(dep.Provider, dep.Name, c.Route.Model)
+			tk, err := rl.circuits.Admit(dep.PauseScope(), dep.Name, c.Route.Model)
 			if err != nil { // not an attempt (R-AUDIT-3)
 				if firstRejection == nil {
 					firstRejection = plan.CoolingDown()
@@ -283,12 +316,12 @@ func (rl *Relay) cancelled(res *Result) Result {
 // failure; res.Committed says whether it came after commit.
 func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	dep := r.cand.Route.Deployment
-	client := rl.clients[dep.Name]
+	client, headers := rl.client(dep.Name)
 	if client == nil {
 		return failure.Newf(failure.UpstreamError, "deployment %q has no client", dep.Name)
 	}
 	r.upName = r.a.UpstreamModel
-	r.headers = rl.headers[dep.Name]
+	r.headers = headers
 	stream := r.req.Info.Stream
 	call, err := client.Send(ctx, r.req.Protocol, r.sc.body, stream, r.req.AnthropicBeta)
 	if err != nil {
@@ -515,10 +548,17 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 	r.a.CostUSD = costUSD(u, r.a.Price)
 }
 
-// priceOf is the billing price of a route (R-BILL-3): the catalog model's price when set,
-// otherwise the serving route's, otherwise none.
+// BillingBYOK is the billing_source of an attempt on a caller's own connection (R-POLICY,
+// R-AUDIT-2): no price snapshot, cost 0.
+const BillingBYOK = "byok"
+
+// priceOf is the billing price of a route (R-BILL-3): none for a caller's own connection
+// (BillingBYOK), else the catalog model's price when set, otherwise the serving route's,
+// otherwise none.
 func priceOf(m *catalog.Model, rt *catalog.Route) (*audit.PriceSnapshot, string) {
 	switch {
+	case rt.Deployment.BYOK: // the caller's own key: its provider bills the caller (R-POLICY)
+		return nil, BillingBYOK
 	case m != nil && m.Price != nil:
 		return &audit.PriceSnapshot{InputPerMTokUSD: m.Price.InputPerMTokUSD, OutputPerMTokUSD: m.Price.OutputPerMTokUSD}, "model_price"
 	case rt.Price != nil:

@@ -74,14 +74,11 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("GET /admin/v1/keys/{id}", s.adminGetKey)
 	mux.HandleFunc("PATCH /admin/v1/keys/{id}", s.adminPatchKey)
 	mux.HandleFunc("DELETE /admin/v1/keys/{id}", s.adminRevokeKey)
-	notYet := func(what string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			adminError(w, http.StatusNotImplemented, &failure.Error{Class: failure.InvalidRequest, Msg: what + " are not implemented yet"})
-		}
-	}
 	mux.HandleFunc("GET /admin/v1/keys/{id}/effective", s.adminEffective)
-	mux.HandleFunc("POST /admin/v1/policies", notYet("routing policies"))
-	mux.HandleFunc("POST /admin/v1/keys/{id}/connections", notYet("BYOK connections"))
+	mux.HandleFunc("POST /admin/v1/policies", s.adminCreatePolicy)
+	mux.HandleFunc("GET /admin/v1/policies/{id}", s.adminGetPolicy)
+	mux.HandleFunc("POST /admin/v1/keys/{id}/connections", s.adminCreateConnection)
+	mux.HandleFunc("GET /admin/v1/keys/{id}/connections", s.adminConnections)
 	mux.HandleFunc("/", s.serveNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.adminOn {
@@ -286,6 +283,10 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 	patch, err := parsePatch(b.Settings)
 	var settings json.RawMessage
 	if err == nil {
+		// a new account has no policy yet: settings.policy naming one is refused
+		err = s.checkPolicyRef(r.Context(), id, patch)
+	}
+	if err == nil {
 		settings, err = propose(layers.Tree{Account: layers.Node{ID: id}}, layers.Account, id, patch)
 	}
 	if err != nil {
@@ -379,6 +380,9 @@ func (s *Server) proposePatch(ctx context.Context, raw json.RawMessage, tree fun
 	}
 	t, err := tree()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkPolicyRef(ctx, t.Account.ID, patch); err != nil {
 		return nil, err
 	}
 	return propose(t, n, id, patch)

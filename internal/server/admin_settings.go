@@ -160,6 +160,9 @@ func (s *Server) proposeCreate(ctx context.Context, acctID string, n layers.Name
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkPolicyRef(ctx, acctID, patch); err != nil {
+		return nil, err
+	}
 	if n == layers.Workspace {
 		t.Workspaces = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: id}})
 	} else {

@@ -27,6 +27,8 @@ type callState struct {
 	// fbPlans are the plans of fallback models (reused); fallbacks the ones of this request.
 	fbPlans   []*plan.Plan
 	fallbacks []relay.Fallback
+	// byok is scratch for the routes of the caller's own connections (byok.go).
+	byok []*catalog.Route
 }
 
 // serveModelCall is the whole path for every surface that calls a model: read the body once,
@@ -73,7 +75,8 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	var hold admission.Hold
 	var credit accounts.Charge
 	var reserve, tokens int64
-	prepaid := s.cache != nil && who.account != "" && s.cache.Prepaid(who.account)
+	// A plan of the caller's own connections only (funding byok) bills nothing: no credit check.
+	prepaid := s.cache != nil && who.account != "" && s.cache.Prepaid(who.account) && billable(cs)
 	if len(who.layers) > 0 || prepaid {
 		tokens, reserve = charge(cs, &pr, sf.protocol)
 	}

@@ -65,7 +65,8 @@ func keyLayers(k *config.Key, accounts map[string]admission.Limits) []admission.
 // docs/limits.md): the tpm charge (input estimate + output basis) and the reserve, the most any
 // of its plans can cost. Each plan (the requested model's and each fallback's) is priced at its
 // catalog model's price when set, else at the most expensive price among its candidates' routes,
-// input and output each, so that failover to a dearer route is covered. Only model calls have
+// input and output each, so that failover to a dearer route is covered. The caller's own
+// connections (BYOK) cost nothing: a plan of BYOK routes only reserves 0. Only model calls have
 // an output; embeddings and token counts are charged their input.
 func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, reserveMicroUSD int64) {
 	in := int64(pr.inputTokens)
@@ -78,17 +79,24 @@ func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, res
 		if protocol == catalog.ProtocolModel {
 			out = admission.OutputTokens(pr.info.MaxTokens, int64(m.MaxOutputTokens))
 		}
+		outMax = max(outMax, out)
 		var pin, pout float64
-		if m.Price != nil {
-			pin, pout = m.Price.InputPerMTokUSD, m.Price.OutputPerMTokUSD
-		} else {
-			for _, c := range p.Candidates {
-				if rp := c.Route.Price; rp != nil {
-					pin, pout = max(pin, rp.InputPerMTokUSD), max(pout, rp.OutputPerMTokUSD)
-				}
+		house := false // the caller's own connections cost the house nothing (R-POLICY)
+		for _, c := range p.Candidates {
+			if c.Route.Deployment.BYOK {
+				continue
+			}
+			house = true
+			if rp := c.Route.Price; rp != nil && m.Price == nil {
+				pin, pout = max(pin, rp.InputPerMTokUSD), max(pout, rp.OutputPerMTokUSD)
 			}
 		}
-		outMax = max(outMax, out)
+		if !house {
+			return
+		}
+		if m.Price != nil {
+			pin, pout = m.Price.InputPerMTokUSD, m.Price.OutputPerMTokUSD
+		}
 		reserveMicroUSD = max(reserveMicroUSD, admission.CostMicroUSD(in, out, pin, pout))
 	}
 	one(pr.res.Model, &cs.plan)

@@ -25,6 +25,12 @@ type RoutePlan struct {
 	// Endpoint is the dedicated endpoint the model string named (R-KEY-6); "" (omitted) for a
 	// model. Its reserved candidates come first, marked reserved.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Policy is the caller's routing policy id (R-POLICY); "" (omitted) when none applies.
+	Policy string `json:"policy,omitempty"`
+	// Funding is the funding rule applied: the policy's (house, byok, byok_with_house_fallback),
+	// or byok_with_house_fallback for a key with connections and no policy; "" (omitted) when
+	// neither applies.
+	Funding  string `json:"funding,omitempty"`
 	Strategy string `json:"strategy"`
 	// DegradedFrom is the requested strategy when it had no measurements and the plan fell
 	// back to balanced (R-ORDER-4); "" otherwise.
@@ -54,12 +60,14 @@ type RouteCandidate struct {
 	Score *float64 `json:"score"`
 	// Reserved marks a reserved deployment of the request's dedicated endpoint (R-KEY-6).
 	Reserved bool `json:"reserved,omitempty"`
+	// BYOK marks a route of the caller's own connection, deployment "byok:<id>" (R-KEY-5).
+	BYOK bool `json:"byok,omitempty"`
 }
 
 // routePlan renders the plans of a routed request (cs.plan, then cs.fallbacks).
 func routePlan(cs *callState, pr *prepared) *RoutePlan {
 	p := &cs.plan
-	out := &RoutePlan{Model: pr.res.Requested, ResolvedModel: pr.res.Model.ID, Endpoint: p.Endpoint, Strategy: p.Strategy,
+	out := &RoutePlan{Model: pr.res.Requested, ResolvedModel: pr.res.Model.ID, Endpoint: p.Endpoint, Policy: p.Policy, Funding: p.Funding, Strategy: p.Strategy,
 		DegradedFrom: p.DegradedFrom, SessionKey: p.SessionKey, AttemptLimit: pr.attemptLimit,
 		Candidates: []RouteCandidate{}, Dropped: []plan.Dropped{}}
 	if p.AttemptLimit > 0 && (out.AttemptLimit == 0 || p.AttemptLimit < out.AttemptLimit) {
@@ -71,7 +79,7 @@ func routePlan(cs *callState, pr *prepared) *RoutePlan {
 		for _, c := range p.Candidates {
 			rc := RouteCandidate{Deployment: c.Route.Deployment.Name, Provider: c.Route.Deployment.Provider,
 				Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
-				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved}
+				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved, BYOK: c.BYOK}
 			if !math.IsNaN(c.Score) {
 				sc := c.Score
 				rc.Score = &sc

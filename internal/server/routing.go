@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/failure"
@@ -379,7 +380,11 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		}
 		pr.info = info
 	}
+	cr := s.routingOf(who) // the caller's routing policy and BYOK connections (R-POLICY)
 	pr.body, pr.res, pr.attemptLimit, pr.inputTokens = body, res, s.attemptLimit, h.inputTokens
+	if cr.policy != nil && cr.policy.AttemptLimit > 0 && (pr.attemptLimit == 0 || cr.policy.AttemptLimit < pr.attemptLimit) {
+		pr.attemptLimit = cr.policy.AttemptLimit // the stricter of routing.attempt_limit and the policy's
+	}
 	strategy := s.strategy
 	var providers []string
 	var scope string
@@ -396,10 +401,15 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	h.prefs.Pin = sx.Pin
 	in := plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend,
 		Strategy: strategy, SessionKey: h.sessionKey, Prefs: h.prefs, InputTokens: h.inputTokens,
-		Providers: providers, TierScope: scope}
+		Providers: providers, TierScope: scope, Funding: string(cr.funding), HouseOff: cr.funding == accounts.FundingBYOK}
+	if cr.policy != nil {
+		in.Policy, in.SavedOrder = cr.policy.ID, cr.policy.Order
+	}
 	if s.stats != nil {
 		in.Stats = s.stats
 	}
+	cs.byok = s.byokRoutes(cs.byok[:0], cr.conns, res.Model)
+	in.BYOK = cs.byok
 	plan.Build(&cs.plan, in, s.circuits)
 	cs.fallbacks = cs.fallbacks[:0]
 	// A pinned request never switches provider (R-SUFFIX-1), and allow_fallbacks false tries
@@ -428,6 +438,8 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 			return &fe
 		}
 		in.Resolution = fres
+		cs.byok = s.byokRoutes(cs.byok[:0], cr.conns, fres.Model)
+		in.BYOK = cs.byok
 		fp := cs.fbPlans[i]
 		plan.Build(fp, in, s.circuits)
 		// A fallback that resolves to routes already planned (an alias, or an endpoint of the same

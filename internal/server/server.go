@@ -94,6 +94,8 @@ type Server struct {
 	stats        *stats.Collector
 	relay        *relay.Relay
 	clients      map[string]*upstream.Client
+	deadlines    upstream.Deadlines // of every upstream client, BYOK connections' included
+	byok         byokSet            // the callers' own connections as deployments (byok.go)
 	rec          *audit.Recorder
 	ready        func(context.Context) error
 	logf         func(string, ...any)
@@ -185,6 +187,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		StreamIdle:    cfg.Routing.Timeouts.StreamIdle.D(),
 		Dial:          o.Dial,
 	}
+	s.deadlines = dl
 	s.clients = make(map[string]*upstream.Client, len(cat.Deployments))
 	for _, d := range cat.Deployments {
 		s.clients[d.Name] = upstream.New(d, dl)
@@ -281,6 +284,7 @@ func (s *Server) Close() {
 	for _, c := range s.clients {
 		c.Close()
 	}
+	s.closeBYOK()
 }
 
 // ServeHTTP mints the request id, sets it on the response, and dispatches. No panic reaches a

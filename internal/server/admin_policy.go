@@ -1,0 +1,296 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// maxPolicyOrder bounds a policy's saved order, and maxConnectionModels a connection's models.
+const (
+	maxPolicyOrder      = 64
+	maxConnectionModels = 1024
+)
+
+// policyBody is the body of POST /admin/v1/policies (contract.md "Admin API").
+type policyBody struct {
+	AccountID    string   `json:"account_id"`
+	Name         string   `json:"name"`
+	Order        []string `json:"order"`
+	Funding      string   `json:"funding"`
+	AttemptLimit int      `json:"attempt_limit"`
+}
+
+func policyJSON(p *accounts.Policy) map[string]any {
+	return map[string]any{"id": p.ID, "account_id": p.AccountID, "name": p.Name, "order": p.Order,
+		"funding": p.Funding, "attempt_limit": p.AttemptLimit, "created_at": p.CreatedAt}
+}
+
+// adminCreatePolicy serves POST /admin/v1/policies: a routing policy of an account (R-POLICY):
+// its saved order (R-ORDER-7: deployment or provider names of the catalog, or "byok:<id>" of a
+// connection of a key of the same account), its funding rule (house, byok,
+// byok_with_house_fallback; default house) and its attempt limit (0: none). 201 with the
+// policy; 400 naming the field for a bad body; 404 for an unknown account. Keys, workspaces or
+// the account use it by setting settings.policy to its id.
+func (s *Server) adminCreatePolicy(w http.ResponseWriter, r *http.Request) {
+	var b policyBody
+	if !decodeBody(w, r, &b, []string{"account_id", "name", "order", "funding", "attempt_limit"}, "account_id", "name") {
+		return
+	}
+	funding, err := accounts.ParseFunding(b.Funding)
+	switch {
+	case err != nil:
+		badRequest(w, "funding", "%v", err)
+		return
+	case strings.TrimSpace(b.Name) == "":
+		badRequest(w, "name", "name must not be empty")
+		return
+	case b.AttemptLimit < 0:
+		badRequest(w, "attempt_limit", "attempt_limit must be 0 (no limit) or more")
+		return
+	case len(b.Order) > maxPolicyOrder:
+		badRequest(w, "order", "order names at most %d deployments", maxPolicyOrder)
+		return
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	if _, err := s.accts.Account(ctx, b.AccountID); err != nil {
+		s.storeError(w, err, "no account with that account_id")
+		return
+	}
+	if param, msg, err := s.checkOrder(ctx, b.AccountID, b.Order); err != nil {
+		s.storeError(w, err, "")
+		return
+	} else if msg != "" {
+		badRequest(w, param, "%s", msg)
+		return
+	}
+	p := &accounts.Policy{ID: accounts.NewID("pol"), AccountID: b.AccountID, Name: b.Name, Order: b.Order,
+		Funding: funding, AttemptLimit: b.AttemptLimit, CreatedAt: time.Now().UTC()}
+	if p.Order == nil {
+		p.Order = []string{}
+	}
+	if err := s.accts.CreatePolicy(ctx, p); err != nil {
+		s.storeError(w, err, "no account with that account_id")
+		return
+	}
+	s.cache.PutPolicy(p)
+	writeJSON(w, http.StatusCreated, policyJSON(p))
+}
+
+// checkOrder checks a saved order: every entry names a catalog deployment or provider, or a
+// connection ("byok:<id>") of a key of account acct, and no entry repeats. It returns the
+// parameter and message of the first bad entry ("" when all are good), or a store error.
+func (s *Server) checkOrder(ctx context.Context, acct string, order []string) (param, msg string, err error) {
+	var conns []accounts.Connection
+	for i, name := range order {
+		param = fmt.Sprintf("order[%d]", i)
+		if slices.Contains(order[:i], name) {
+			return param, fmt.Sprintf("%q is named twice", name), nil
+		}
+		id, isConn := strings.CutPrefix(name, accounts.ConnectionPrefix)
+		if !isConn {
+			if !s.knownDeployment(name) {
+				return param, fmt.Sprintf("%q is not a deployment or provider of the catalog, nor byok:<connection id>", name), nil
+			}
+			continue
+		}
+		if conns == nil {
+			if conns, err = s.accts.ActiveConnections(ctx); err != nil {
+				return "", "", err
+			}
+		}
+		i := slices.IndexFunc(conns, func(c accounts.Connection) bool { return c.ID == id })
+		if i < 0 {
+			return param, fmt.Sprintf("%q names no active connection", name), nil
+		}
+		k, err := s.accts.Key(ctx, conns[i].KeyID)
+		if errors.Is(err, accounts.ErrNotFound) || (err == nil && k.AccountID != acct) {
+			return param, fmt.Sprintf("%q is not a connection of a key of this account", name), nil
+		}
+		if err != nil {
+			return "", "", err
+		}
+	}
+	return "", "", nil
+}
+
+// knownDeployment reports whether name is a deployment's name or a provider in the catalog.
+func (s *Server) knownDeployment(name string) bool {
+	if s.cat.Deployment(name) != nil {
+		return true
+	}
+	for _, d := range s.cat.Deployments {
+		if d.Provider == name {
+			return true
+		}
+	}
+	return false
+}
+
+// adminGetPolicy serves GET /admin/v1/policies/{id}: the policy, or 404.
+func (s *Server) adminGetPolicy(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	p, err := s.accts.Policy(ctx, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err, "no policy with that id")
+		return
+	}
+	writeJSON(w, http.StatusOK, policyJSON(p))
+}
+
+// connectionBody is the body of POST /admin/v1/keys/{id}/connections (contract.md).
+type connectionBody struct {
+	Provider string   `json:"provider"`
+	Dialect  string   `json:"dialect"`
+	BaseURL  string   `json:"base_url"`
+	APIKey   string   `json:"api_key"`
+	Models   []string `json:"models"`
+}
+
+// connectionJSON never carries the API key.
+func connectionJSON(c *accounts.Connection) map[string]any {
+	return map[string]any{"id": c.ID, "key_id": c.KeyID, "deployment": c.Deployment(), "provider": c.Provider,
+		"dialect": c.Dialect, "base_url": c.BaseURL, "models": c.Models, "created_at": c.CreatedAt}
+}
+
+// adminCreateConnection serves POST /admin/v1/keys/{id}/connections: a BYOK connection of an
+// active key (R-KEY-5): its provider name, dialect (openai or anthropic), base URL as the
+// provider's SDK takes it (OpenAI: ending in /v1), API key, and the catalog model ids it serves
+// (default: every model that has a route of the same dialect). It routes as deployment
+// "byok:<id>" for requests of that key. 201 with the connection (never its API key); 400 naming
+// the field; 404 for an unknown or revoked key.
+func (s *Server) adminCreateConnection(w http.ResponseWriter, r *http.Request) {
+	var b connectionBody
+	if !decodeBody(w, r, &b, []string{"provider", "dialect", "base_url", "api_key", "models"}, "provider", "dialect", "base_url", "api_key") {
+		return
+	}
+	if param, msg := s.checkConnection(&b); msg != "" {
+		badRequest(w, param, "%s", msg)
+		return
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	k, err := s.accts.Key(ctx, r.PathValue("id"))
+	if err == nil && !k.RevokedAt.IsZero() {
+		err = accounts.ErrNotFound
+	}
+	if err != nil {
+		s.storeError(w, err, "no active key with that id")
+		return
+	}
+	c := &accounts.Connection{ID: accounts.NewID("conn"), KeyID: k.ID, Provider: b.Provider, Dialect: b.Dialect,
+		BaseURL: b.BaseURL, APIKey: b.APIKey, Models: b.Models, CreatedAt: time.Now().UTC()}
+	if err := s.accts.CreateConnection(ctx, c); err != nil {
+		s.storeError(w, err, "no active key with that id")
+		return
+	}
+	s.cache.PutConnection(c)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, connectionJSON(c))
+}
+
+// checkConnection validates a connection body and fills its default models; it returns the
+// parameter and message of the first problem, or "" and "".
+func (s *Server) checkConnection(b *connectionBody) (param, msg string) {
+	switch {
+	case strings.TrimSpace(b.Provider) == "" || strings.ContainsAny(b.Provider, " \t\r\n"):
+		return "provider", "provider must be a non-empty name without spaces, such as openai"
+	case strings.HasPrefix(b.Provider, accounts.ConnectionPrefix):
+		return "provider", "provider must not start with byok:"
+	case b.Dialect != string(catalog.OpenAI) && b.Dialect != string(catalog.Anthropic):
+		return "dialect", "dialect must be openai or anthropic"
+	case b.APIKey == "" || strings.ContainsFunc(b.APIKey, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return "api_key", "api_key must be a non-empty credential without spaces or control characters"
+	}
+	u, err := url.Parse(b.BaseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "base_url", "base_url must be an absolute http(s) URL without credentials, query or fragment, such as https://api.openai.com/v1"
+	}
+	if b.Models == nil {
+		if b.Models = byokModels(s.cat, catalog.Dialect(b.Dialect)); len(b.Models) == 0 {
+			return "models", "no catalog model has a route of dialect " + b.Dialect + "; name the models"
+		}
+		return "", ""
+	}
+	if len(b.Models) == 0 || len(b.Models) > maxConnectionModels {
+		return "models", fmt.Sprintf("models must name 1 to %d catalog model ids", maxConnectionModels)
+	}
+	for i, id := range b.Models {
+		if s.cat.Model(id) == nil {
+			return fmt.Sprintf("models[%d]", i), fmt.Sprintf("%q is not a model id of the catalog (GET /v1/models lists them)", clip(id))
+		}
+		if slices.Contains(b.Models[:i], id) {
+			return fmt.Sprintf("models[%d]", i), fmt.Sprintf("%q is named twice", id)
+		}
+	}
+	return "", ""
+}
+
+// clip shortens an echoed value to 64 bytes.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// adminConnections serves GET /admin/v1/keys/{id}/connections: the key's active connections,
+// without their API keys.
+func (s *Server) adminConnections(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	if _, err := s.accts.Key(ctx, id); err != nil {
+		s.storeError(w, err, "no key with that id")
+		return
+	}
+	all, err := s.accts.ActiveConnections(ctx)
+	if err != nil {
+		s.storeError(w, err, "")
+		return
+	}
+	out := []map[string]any{}
+	for i := range all {
+		if all[i].KeyID == id {
+			out = append(out, connectionJSON(&all[i]))
+		}
+	}
+	slices.SortFunc(out, func(a, b map[string]any) int {
+		return a["created_at"].(time.Time).Compare(b["created_at"].(time.Time))
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+}
+
+// checkPolicyRef refuses a settings patch that attaches a routing policy (settings.policy)
+// which does not exist or belongs to another account than acct: 400 naming settings.policy.
+// A patch without policy, or detaching it ("" or null), passes; a policy that is not a string
+// is left to the layers package to refuse.
+func (s *Server) checkPolicyRef(ctx context.Context, acct string, patch json.RawMessage) error {
+	id := gjson.GetBytes(patch, "policy")
+	if id.Type != gjson.String || id.Str == "" {
+		return nil
+	}
+	p, err := s.accts.Policy(ctx, id.Str)
+	if errors.Is(err, accounts.ErrNotFound) || (err == nil && p.AccountID != acct) {
+		return &errSettings{http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
+			Msg: fmt.Sprintf("settings.policy: no routing policy %q in this account", clip(id.Str))}}
+	}
+	if err == nil {
+		s.cache.PutPolicy(p)
+	}
+	return err
+}

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/plan"
+	"github.com/switchyard-gw/switchyard/internal/upstream"
+)
+
+// byokSet holds the deployments of callers' own provider connections (BYOK, R-KEY-5): per
+// connection one catalog.Deployment "byok:<id>" (Deployment.BYOK set), its routes by catalog
+// model id, and an upstream client registered with the relay. Each is built on the first
+// request that routes to it and kept: a stored connection never changes. The request path
+// reads it without locks.
+type byokSet struct {
+	mu   sync.Mutex // serializes building
+	deps sync.Map   // connection id -> *byokDeployment
+}
+
+// byokDeployment is one connection as the router and the relay see it.
+type byokDeployment struct {
+	dep    *catalog.Deployment
+	routes map[string]*catalog.Route // by catalog model id
+	client *upstream.Client
+}
+
+// byokDeployment returns the deployment of connection conn, building it (and its client) on
+// first use.
+func (s *Server) byokDeployment(conn *accounts.Connection) *byokDeployment {
+	if v, ok := s.byok.deps.Load(conn.ID); ok {
+		return v.(*byokDeployment)
+	}
+	s.byok.mu.Lock()
+	defer s.byok.mu.Unlock()
+	if v, ok := s.byok.deps.Load(conn.ID); ok {
+		return v.(*byokDeployment)
+	}
+	d := &catalog.Deployment{Name: conn.Deployment(), Provider: conn.Provider, Dialect: catalog.Dialect(conn.Dialect),
+		BaseURL: conn.BaseURL, APIKey: conn.APIKey, BYOK: true}
+	bd := &byokDeployment{dep: d, routes: make(map[string]*catalog.Route, len(conn.Models))}
+	for _, id := range conn.Models {
+		m := s.cat.Model(id)
+		if m == nil {
+			continue // a model removed from the catalog since the connection was stored
+		}
+		rt := &catalog.Route{Deployment: d, Model: m.ID, UpstreamModel: byokUpstreamModel(m, d), Weight: 1}
+		d.Routes = append(d.Routes, rt)
+		bd.routes[m.ID] = rt
+	}
+	bd.client = upstream.New(d, s.deadlines)
+	s.relay.AddClient(bd.client)
+	s.byok.deps.Store(conn.ID, bd)
+	return bd
+}
+
+// byokUpstreamModel is the model id a connection sends for catalog model m: the upstream id of
+// the first house route of m at the same provider, else of the first route of the same
+// dialect, else m's id. A lab's own API knows its models by the ids the house's deployment of
+// that lab uses.
+func byokUpstreamModel(m *catalog.Model, d *catalog.Deployment) string {
+	var sameDialect string
+	for _, rt := range m.Routes {
+		switch {
+		case rt.Deployment.Provider == d.Provider:
+			return rt.UpstreamModel
+		case sameDialect == "" && rt.Deployment.Dialect == d.Dialect:
+			sameDialect = rt.UpstreamModel
+		}
+	}
+	if sameDialect != "" {
+		return sameDialect
+	}
+	return m.ID
+}
+
+// byokModels are the catalog model ids a connection of dialect d serves by default
+// (contract.md: every model that has a route of the same dialect), in catalog order.
+func byokModels(cat *catalog.Catalog, d catalog.Dialect) []string {
+	var ids []string
+	for _, m := range cat.Models {
+		for _, rt := range m.Routes {
+			if rt.Deployment.Dialect == d {
+				ids = append(ids, m.ID)
+				break
+			}
+		}
+	}
+	return ids
+}
+
+// closeBYOK releases the connections' upstream connection pools.
+func (s *Server) closeBYOK() {
+	s.byok.deps.Range(func(_, v any) bool {
+		v.(*byokDeployment).client.Close()
+		return true
+	})
+}
+
+// callerRouting is what a caller's routing policy and connections add to its plans (R-POLICY,
+// R-ORDER-7): the saved order, the funding rule, the attempt limit, and the connections whose
+// routes join the pool.
+type callerRouting struct {
+	policy  *accounts.Policy // nil: no policy
+	funding accounts.Funding // "" when neither a policy nor a connection applies
+	conns   []accounts.Connection
+}
+
+// routingOf reads the caller's policy (its effective settings.policy, from the key cache) and
+// its active connections. Without a policy, a key's connections are tried first and the
+// house's deployments after them (byok_with_house_fallback; docs/routing.md); a policy funded
+// house leaves them unused. A policy id that is not in the cache (the policy is stored on
+// another replica and not reloaded yet) routes as no policy.
+func (s *Server) routingOf(who caller) callerRouting {
+	var cr callerRouting
+	if s.cache == nil || who.settings == nil {
+		return cr
+	}
+	if id := who.settings.Policy.Value; id != "" {
+		cr.policy, _ = s.cache.Policy(id)
+	}
+	if cr.policy != nil {
+		cr.funding = cr.policy.Funding
+	}
+	if cr.funding != accounts.FundingHouse {
+		cr.conns = s.cache.Connections(who.keyID)
+		if cr.funding == "" && len(cr.conns) > 0 {
+			cr.funding = accounts.FundingBYOKWithHouseFallback
+		}
+	}
+	return cr
+}
+
+// byokRoutes appends to dst the routes of the caller's connections that serve model m.
+func (s *Server) byokRoutes(dst []*catalog.Route, conns []accounts.Connection, m *catalog.Model) []*catalog.Route {
+	for i := range conns {
+		if rt := s.byokDeployment(&conns[i]).routes[m.ID]; rt != nil {
+			dst = append(dst, rt)
+		}
+	}
+	return dst
+}
+
+// billable reports whether some candidate of the request's plans is a house route, which the
+// gateway bills; a plan of BYOK routes only is paid by the caller to its own provider.
+func billable(cs *callState) bool {
+	if houseRoute(&cs.plan) {
+		return true
+	}
+	for i := range cs.fallbacks {
+		if houseRoute(cs.fallbacks[i].Plan) {
+			return true
+		}
+	}
+	return false
+}
+
+func houseRoute(p *plan.Plan) bool {
+	for i := range p.Candidates {
+		if !p.Candidates[i].Route.Deployment.BYOK {
+			return true
+		}
+	}
+	return false
+}
