@@ -143,6 +143,10 @@ type Store interface {
 	UpdateWorkspace(ctx context.Context, id string, f func(*Workspace) error) (*Workspace, error)
 	// UpdateKey is UpdateAccount for a key: Name, Settings and RevokedAt are written back.
 	UpdateKey(ctx context.Context, id string, f func(*Key) error) (*Key, error)
+	// Workspaces returns every workspace of the account accountID, in no particular order: an
+	// empty slice when it has none, including when no such account exists (no ErrNotFound).
+	// The admin API builds the account's settings tree from it for the conflict check (R-KEY-3).
+	Workspaces(ctx context.Context, accountID string) ([]Workspace, error)
 	// ActiveKeys returns every key not revoked, in no particular order.
 	ActiveKeys(ctx context.Context) ([]Key, error)
 	// Accounts returns every account, in no particular order.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -176,6 +178,39 @@ func TestCacheReload(t *testing.T) {
 	c.PutKey(&revoked)
 	if _, ok := c.Lookup(accounts.HashSecret("s4")); ok {
 		t.Error("a key put revoked is still found")
+	}
+}
+
+// TestKeyLayers: R-BILL-1: a stored key is held to its own, its workspace's and its account's
+// limits, each under its own admission scope and id, so a workspace's refusal names the
+// workspace; layers without limits are left out.
+func TestKeyLayers(t *testing.T) {
+	c := accounts.NewCache(&fakeStore{}, accounts.CacheOptions{})
+	c.PutAccount(&accounts.Account{ID: "a1", Settings: json.RawMessage(`{"limits":{"rpm":30}}`)})
+	c.PutWorkspace(&accounts.Workspace{ID: "ws_1", AccountID: "a1", Settings: json.RawMessage(`{"limits":{"rpm":20}}`)})
+	k := key("k1", "s1")
+	k.WorkspaceID, k.Settings = "ws_1", json.RawMessage(`{"limits":{"rpm":10}}`)
+	c.PutKey(&k)
+	bare := key("k2", "s2") // no workspace, no limits of its own
+	c.PutKey(&bare)
+	for _, tc := range []struct {
+		secret string
+		want   []admission.Layer
+	}{
+		{"s1", []admission.Layer{
+			{Scope: admission.ScopeKey, ID: "k1", Limits: admission.Limits{RPM: 10}},
+			{Scope: admission.ScopeWorkspace, ID: "ws_1", Limits: admission.Limits{RPM: 20}},
+			{Scope: admission.ScopeAccount, ID: "a1", Limits: admission.Limits{RPM: 30}},
+		}},
+		{"s2", []admission.Layer{{Scope: admission.ScopeAccount, ID: "a1", Limits: admission.Limits{RPM: 30}}}},
+	} {
+		info, ok := c.Lookup(accounts.HashSecret(tc.secret))
+		if !ok || info.EffectiveErr != nil {
+			t.Fatalf("Lookup %s = %+v, %v", tc.secret, info, ok)
+		}
+		if !slices.Equal(info.Layers, tc.want) {
+			t.Errorf("%s layers = %+v, want %+v", tc.secret, info.Layers, tc.want)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/failure"
@@ -19,31 +18,19 @@ type workspace struct {
 	settings  json.RawMessage
 }
 
-// PutWorkspace records w's settings; the effective settings of its keys are recomputed.
+// PutWorkspace records w's settings; when they differ from those held (or the workspace was
+// not held), the effective settings of its keys are recomputed.
 func (c *Cache) PutWorkspace(w *Workspace) {
 	c.mu.Lock()
-	c.wss[w.ID] = &workspace{accountID: w.AccountID, settings: w.Settings}
-	c.rederiveLocked(func(k *KeyInfo) bool { return k.WorkspaceID == w.ID })
+	if old := c.wss[w.ID]; old == nil || old.accountID != w.AccountID || !bytes.Equal(old.settings, w.Settings) {
+		c.wss[w.ID] = &workspace{accountID: w.AccountID, settings: w.Settings}
+		c.rederiveLocked(func(k *KeyInfo) bool { return k.WorkspaceID == w.ID })
+	}
 	c.mu.Unlock()
 }
 
-// Workspaces returns the ids of the workspaces of accountID that the cache holds (those put in
-// this process and those an active key belonged to at the last reload), sorted.
-func (c *Cache) Workspaces(accountID string) []string {
-	c.mu.RLock()
-	var out []string
-	for id, w := range c.wss {
-		if w.accountID == accountID {
-			out = append(out, id)
-		}
-	}
-	c.mu.RUnlock()
-	slices.Sort(out)
-	return out
-}
-
-// loadWorkspaces reads the workspaces the keys belong to (one store read each: the Store has no
-// listing of workspaces). A workspace that no longer exists is left out.
+// loadWorkspaces reads the workspaces the keys belong to (one store read each: the Store lists
+// workspaces per account only). A workspace that no longer exists is left out.
 func (c *Cache) loadWorkspaces(ctx context.Context, keys []Key) ([]Workspace, error) {
 	seen := map[string]bool{}
 	var out []Workspace
@@ -106,9 +93,7 @@ func (c *Cache) deriveLocked(k *KeyInfo) {
 		l     layers.Limits
 	}{
 		{admission.ScopeKey, k.ID, l[layers.Key]},
-		// admission has no workspace scope yet: a workspace's counters are kept under the account
-		// scope by its id, which cannot collide with an account id ("ws_" versus "acct_").
-		{admission.ScopeAccount, k.WorkspaceID, l[layers.Workspace]},
+		{admission.ScopeWorkspace, k.WorkspaceID, l[layers.Workspace]},
 		{admission.ScopeAccount, k.AccountID, l[layers.Account]},
 	} {
 		if !x.l.IsZero() {

@@ -27,17 +27,21 @@ type Scope uint8
 
 // The scopes. The zero Scope is invalid.
 const (
-	ScopeKey     Scope = iota + 1 // an API key, by name
-	ScopeAccount                  // an account, by id
+	ScopeKey       Scope = iota + 1 // an API key, by name (a static key) or id (a stored key)
+	ScopeAccount                    // an account, by id
+	ScopeWorkspace                  // a workspace of a stored account, by id
 )
 
-// String names the scope as messages show it ("key", "account").
+// String names the scope as refusal messages show it ("this workspace allows ..."): "key",
+// "account" or "workspace"; "layer" for an invalid Scope.
 func (s Scope) String() string {
 	switch s {
 	case ScopeKey:
 		return "key"
 	case ScopeAccount:
 		return "account"
+	case ScopeWorkspace:
+		return "workspace"
 	}
 	return "layer"
 }
@@ -113,7 +117,8 @@ func (l Limits) IsZero() bool {
 // Layer is one layer's identity and limits.
 type Layer struct {
 	Scope Scope
-	// ID is the key's name or the account's id; with Scope it names the counters.
+	// ID is the key's name or id, the workspace's id or the account's id; with Scope it names
+	// the counters (the same ID under two scopes is two sets of counters).
 	ID     string
 	Limits Limits
 }

@@ -137,6 +137,48 @@ func TestLayersAllOrNothing(t *testing.T) {
 	}
 }
 
+// TestWorkspaceScope: a workspace's limits are counted under ScopeWorkspace, apart from an
+// account or key of the same id, and its refusals name the workspace, not the account.
+func TestWorkspaceScope(t *testing.T) {
+	for s, want := range map[Scope]string{ScopeKey: "key", ScopeAccount: "account", ScopeWorkspace: "workspace", 0: "layer"} {
+		if got := s.String(); got != want {
+			t.Errorf("Scope(%d).String() = %q, want %q", s, got, want)
+		}
+	}
+	m := NewMemory(newClock().Now)
+	ctx := context.Background()
+	ws := Layer{Scope: ScopeWorkspace, ID: "x", Limits: Limits{RPM: 1, BudgetMicroUSD: 10, BudgetPeriod: PeriodTotal}}
+	acct := Layer{Scope: ScopeAccount, ID: "x", Limits: Limits{RPM: 5}}
+	if _, err := m.Acquire(ctx, Request{Layers: []Layer{ws, acct}}); err != nil {
+		t.Fatal(err)
+	}
+	if w, a := usage(m.Usage(ctx, ScopeWorkspace, "x")), usage(m.Usage(ctx, ScopeAccount, "x")); w.Requests != 1 || a.Requests != 1 {
+		t.Fatalf("workspace counted %d, account %d requests; want 1 and 1 (separate counters)", w.Requests, a.Requests)
+	}
+	for _, tc := range []struct {
+		name  string
+		layer Layer
+		req   Request
+		class failure.Class
+		kind  string
+		msg   string
+	}{
+		{"rpm", ws, Request{}, failure.RateLimited, KindRPM, "rate limit reached: this workspace allows 1 requests per minute"},
+		{"budget", Layer{Scope: ScopeWorkspace, ID: "y", Limits: Limits{BudgetMicroUSD: 10, BudgetPeriod: PeriodTotal}},
+			Request{ReserveMicroUSD: 11}, failure.InsufficientCredit, KindBudget,
+			"insufficient budget: this workspace's budget of $0.000010 in total has $0.000010 left, and this request may cost up to $0.000011"},
+	} {
+		tc.req.Layers = []Layer{tc.layer}
+		_, err := m.Acquire(ctx, tc.req)
+		if fe := refusal(t, err, tc.class, tc.kind); fe.Msg != tc.msg {
+			t.Errorf("%s: message %q, want %q", tc.name, fe.Msg, tc.msg)
+		}
+	}
+}
+
+// usage drops the error of Memory.Usage, which is always nil.
+func usage(u Usage, _ error) Usage { return u }
+
 // TestWindows: rpm and tpm count in fixed one-minute windows of the injected clock; the
 // retry-after is the time to the window's end, clamped to 1..60 s.
 func TestWindows(t *testing.T) {

@@ -337,6 +337,7 @@ func (s *Server) adminPatchAccount(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
+	defer lockAccount(id).unlock() // R-KEY-3: held from the check to the save
 	settings, err := s.proposePatch(ctx, b.Settings, func() (layers.Tree, error) {
 		t, _, err := s.accountTree(ctx, id)
 		return t, err
@@ -412,6 +413,7 @@ func (s *Server) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) {
 	id := accounts.NewID("ws")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
+	defer lockAccount(b.AccountID).unlock() // R-KEY-3: held from the check to the save
 	patch, err := parsePatch(b.Settings)
 	var settings json.RawMessage
 	if err == nil {
@@ -449,8 +451,10 @@ func (s *Server) adminPatchWorkspace(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
+	var held accountLock // R-KEY-3: held from the check to the save
+	defer held.unlock()
 	settings, err := s.proposePatch(ctx, b.Settings, func() (layers.Tree, error) {
-		ws, err := s.accts.Workspace(ctx, id)
+		ws, err := s.lockedWorkspace(ctx, &held, id)
 		if err != nil {
 			return layers.Tree{}, err
 		}
@@ -485,6 +489,7 @@ func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) {
 	id := accounts.NewID("key")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
+	defer lockAccount(b.AccountID).unlock() // R-KEY-3: held from the check to the save
 	patch, err := parsePatch(b.Settings)
 	var settings json.RawMessage
 	if err == nil && b.WorkspaceID != "" {
@@ -537,8 +542,10 @@ func (s *Server) adminPatchKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ctx, cancel := adminCtx(r)
 	defer cancel()
+	var held accountLock // R-KEY-3: held from the check to the save
+	defer held.unlock()
 	settings, err := s.proposePatch(ctx, b.Settings, func() (layers.Tree, error) {
-		k, err := s.accts.Key(ctx, id)
+		k, err := s.lockedKey(ctx, &held, id)
 		if err != nil {
 			return layers.Tree{}, err
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash/maphash"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/failure"
@@ -89,9 +91,9 @@ func storedSettings(n layers.Name, id string, raw json.RawMessage) (layers.Setti
 }
 
 // accountTree reads the settings tree of an account for the conflict check (R-KEY-3): the
-// account, its workspaces and its active keys. The store lists no workspaces, so the workspaces
-// are those its active keys belong to and those the key cache holds for the account (created
-// or seen by this process); a workspace without keys created on another replica is missed.
+// account, every one of its workspaces (with or without keys, wherever created) and its active
+// keys, workspaces sorted by id. The caller holds the account's settings lock ([lockAccount]) from
+// this read until its change is saved, so that no other write of this process interleaves.
 func (s *Server) accountTree(ctx context.Context, acctID string) (layers.Tree, *accounts.Account, error) {
 	a, err := s.accts.Account(ctx, acctID)
 	if err != nil {
@@ -101,31 +103,23 @@ func (s *Server) accountTree(ctx context.Context, acctID string) (layers.Tree, *
 	if t.Account.Settings, err = storedSettings(layers.Account, a.ID, a.Settings); err != nil {
 		return t, nil, err
 	}
-	keys, err := s.accts.ActiveKeys(ctx)
+	wss, err := s.accts.Workspaces(ctx, acctID)
 	if err != nil {
 		return t, nil, err
 	}
-	wsIDs := s.cache.Workspaces(acctID)
-	for i := range keys {
-		if k := &keys[i]; k.AccountID == acctID && k.WorkspaceID != "" && !slices.Contains(wsIDs, k.WorkspaceID) {
-			wsIDs = append(wsIDs, k.WorkspaceID)
-		}
-	}
-	slices.Sort(wsIDs)
-	for _, id := range wsIDs {
-		ws, err := s.accts.Workspace(ctx, id)
-		if errors.Is(err, accounts.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return t, nil, err
-		}
-		s.cache.PutWorkspace(ws) // the freshest read: keys created in it next find it
+	slices.SortFunc(wss, func(x, y accounts.Workspace) int { return strings.Compare(x.ID, y.ID) })
+	for i := range wss {
+		ws := &wss[i]
+		s.cache.PutWorkspace(ws) // the freshest read: this process's keys in it see it at once
 		st, err := storedSettings(layers.Workspace, ws.ID, ws.Settings)
 		if err != nil {
 			return t, nil, err
 		}
 		t.Workspaces = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: ws.ID, Settings: st}})
+	}
+	keys, err := s.accts.ActiveKeys(ctx)
+	if err != nil {
+		return t, nil, err
 	}
 	for i := range keys {
 		k := &keys[i]
@@ -139,6 +133,77 @@ func (s *Server) accountTree(ctx context.Context, acctID string) (layers.Tree, *
 		addKey(&t, k.WorkspaceID, layers.Node{ID: k.ID, Settings: st})
 	}
 	return t, a, nil
+}
+
+// stripedLocks are mutexes for string ids: each id hashes onto one of a fixed set of stripes,
+// so two ids may share one (and then wait for each other) and the table never grows.
+type stripedLocks struct {
+	seed    maphash.Seed
+	stripes [64]sync.Mutex
+}
+
+// of returns the mutex of id.
+func (l *stripedLocks) of(id string) *sync.Mutex {
+	return &l.stripes[maphash.String(l.seed, id)%uint64(len(l.stripes))]
+}
+
+// settingsLocks serialise the admin API's settings writes per account within this process
+// (R-KEY-3): every create or PATCH of an account's workspace or key, and every PATCH of the
+// account, holds its account's lock from reading the account's tree until the change is saved,
+// so two concurrent writes can never each pass the conflict check against a tree that lacks the
+// other's change. Other processes do not see these locks (docs/layers.md "Concurrent writes").
+var settingsLocks = &stripedLocks{seed: maphash.MakeSeed()}
+
+// accountLock is the settings lock of one account held by one admin request; the zero value
+// holds none. One request uses it, never concurrently.
+type accountLock struct{ mu *sync.Mutex }
+
+// lockAccount waits for and returns the settings lock of account acctID; use it as
+// `defer lockAccount(id).unlock()` before reading the account's tree.
+func lockAccount(acctID string) *accountLock {
+	l := new(accountLock)
+	l.lock(acctID)
+	return l
+}
+
+// lock waits for the settings lock of account acctID. l must hold none: a request that locked
+// two accounts could deadlock with another, so that is a programming error (panic).
+func (l *accountLock) lock(acctID string) {
+	if l.mu != nil {
+		panic("server: an admin request locks a second account")
+	}
+	l.mu = settingsLocks.of(acctID)
+	l.mu.Lock()
+}
+
+// unlock releases the lock held, if any.
+func (l *accountLock) unlock() {
+	if l.mu != nil {
+		l.mu.Unlock()
+		l.mu = nil
+	}
+}
+
+// lockedWorkspace reads workspace id, takes its account's settings lock into held, and reads
+// the workspace again under it (a workspace never changes account), so the caller's check and
+// save see no change made before the lock was taken.
+func (s *Server) lockedWorkspace(ctx context.Context, held *accountLock, id string) (*accounts.Workspace, error) {
+	ws, err := s.accts.Workspace(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	held.lock(ws.AccountID)
+	return s.accts.Workspace(ctx, id)
+}
+
+// lockedKey is lockedWorkspace for key id.
+func (s *Server) lockedKey(ctx context.Context, held *accountLock, id string) (*accounts.Key, error) {
+	k, err := s.accts.Key(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	held.lock(k.AccountID)
+	return s.accts.Key(ctx, id)
 }
 
 // addKey puts key node n under its workspace in t (at the top when wsID is "" or unknown).

@@ -218,6 +218,28 @@ func (s *Store) UpdateKey(ctx context.Context, id string, f func(*accounts.Key) 
 	return out, nil
 }
 
+// Workspaces implements accounts.Store. The lookup by account_id uses the index of the
+// workspaces table's UNIQUE (account_id, id) constraint (migration 0002).
+func (s *Store) Workspaces(ctx context.Context, accountID string) ([]accounts.Workspace, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE account_id = ?`), accountID)
+	if err != nil {
+		return nil, wrap("reading workspaces", err)
+	}
+	defer rows.Close()
+	out := []accounts.Workspace{}
+	for rows.Next() {
+		w, err := scanWorkspace(rows)
+		if err != nil {
+			return nil, wrap("reading workspaces", err)
+		}
+		out = append(out, *w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("reading workspaces", err)
+	}
+	return out, nil
+}
+
 // ActiveKeys implements accounts.Store.
 func (s *Store) ActiveKeys(ctx context.Context) ([]accounts.Key, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+keyCols+` FROM keys WHERE revoked_at IS NULL`)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +30,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"NotFoundAndExists", testAccountsNotFound},
 		{"Update", testAccountsUpdate},
 		{"ConcurrentUpdates", testAccountsConcurrentUpdates},
+		{"Workspaces", testWorkspaces},
 		{"Ledger", testLedger},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"ConcurrentSettles", testConcurrentSettles},
@@ -203,6 +206,37 @@ func testAccountsUpdate(t *testing.T, st accounts.Store) {
 	must(t, err)
 	if len(keys) != 0 {
 		t.Errorf("ActiveKeys after revocation: %+v", keys)
+	}
+}
+
+// testWorkspaces: Workspaces lists every workspace of the account named and no other's, with
+// every field as stored, including a workspace no key belongs to (the conflict check of R-KEY-3
+// must see it); an account with none, or no such account, is an empty non-nil slice.
+func testWorkspaces(t *testing.T, st accounts.Store) {
+	seed(t, st) // a1 with w1 (holding k1), a2 with none
+	at := time.Date(2026, 3, 2, 8, 0, 0, 42, time.UTC)
+	must(t, st.CreateWorkspace(bg, &accounts.Workspace{ID: "w2", AccountID: "a1", Name: "keyless",
+		Settings: json.RawMessage(`{"tier_scope":"value"}`), CreatedAt: at}))
+	must(t, st.CreateAccount(bg, &accounts.Account{ID: "a3"}))
+	must(t, st.CreateWorkspace(bg, &accounts.Workspace{ID: "w3", AccountID: "a3", Name: "other"}))
+
+	got, err := st.Workspaces(bg, "a1")
+	must(t, err)
+	slices.SortFunc(got, func(a, b accounts.Workspace) int { return strings.Compare(a.ID, b.ID) })
+	if len(got) != 2 || got[0].ID != "w1" || got[1].ID != "w2" {
+		t.Fatalf("Workspaces(a1) = %+v; want w1, w2", got)
+	}
+	w2 := got[1]
+	if w2.AccountID != "a1" || w2.Name != "keyless" || !w2.CreatedAt.Equal(at) {
+		t.Errorf("w2 = %+v", w2)
+	}
+	sameJSON(t, "w2 settings", w2.Settings, json.RawMessage(`{"tier_scope":"value"}`))
+	sameJSON(t, "w1 settings", got[0].Settings, json.RawMessage(`{}`))
+	for _, acct := range []string{"a2", "nope"} {
+		none, err := st.Workspaces(bg, acct)
+		if err != nil || none == nil || len(none) != 0 {
+			t.Errorf("Workspaces(%s) = %#v, %v; want an empty slice", acct, none, err)
+		}
 	}
 }
 
