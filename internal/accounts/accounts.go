@@ -88,13 +88,19 @@ type Key struct {
 // Kind is a ledger entry's kind.
 type Kind string
 
-// The ledger kinds. Reserve and release entries are defined by the schema; the gateway writes
-// settle and credit entries today (reserves live in the admission store and the Cache).
+// The ledger kinds (R-BILL-1, R-BILL-2; docs/admin-api.md "Ledger"). Only settle and credit
+// change a balance; reserve and release record what a request held and gave back (the reserves
+// themselves live in the admission store and the Cache).
 const (
+	// KindReserve: a request admitted holding money (a prepaid balance or a budget) reserved
+	// AmountMicroUSD, the most it can cost, before dispatch.
 	KindReserve Kind = "reserve"
-	KindSettle  Kind = "settle"
+	// KindSettle: a committed request's cost, taken from the balance; it ends its reserve.
+	KindSettle Kind = "settle"
+	// KindRelease: a request that did not commit gave its reserve (AmountMicroUSD) back whole.
 	KindRelease Kind = "release"
-	KindCredit  Kind = "credit"
+	// KindCredit: an amount added to the balance by the admin API.
+	KindCredit Kind = "credit"
 )
 
 // Tokens are the token counts of a ledger entry (the committed attempt's usage).
@@ -110,12 +116,15 @@ type LedgerEntry struct {
 	AccountID string
 	KeyID     string // the stored key id, or the static key's name; "" for a credit
 	RequestID string // "" for a credit
-	Model     string
-	// Deployment is the deployment that served the committed attempt.
+	// Model is the catalog model id: the committed attempt's (settle), the requested one
+	// (reserve, release).
+	Model string
+	// Deployment is the deployment that served the committed attempt (settle); "" otherwise.
 	Deployment string
 	Kind       Kind
-	Tokens     Tokens
-	// AmountMicroUSD is positive: the cost charged (settle) or the amount added (credit).
+	Tokens     Tokens // settle only
+	// AmountMicroUSD is not negative: the cost charged (settle), the amount reserved (reserve)
+	// or given back (release), or the amount added (credit).
 	AmountMicroUSD int64
 }
 
@@ -155,11 +164,12 @@ type Store interface {
 	// amount to the account's balance in one transaction, returning the new balance.
 	// ErrNotFound when the account does not exist.
 	Credit(ctx context.Context, e *LedgerEntry) (balanceMicroUSD int64, err error)
-	// AppendLedger appends entries in one transaction: all or none. A settle entry subtracts
-	// its amount from its account's balance in the same transaction (an account not stored,
-	// such as a static key's, has no balance to change). A settle entry whose request id is
-	// already in the ledger as a settle is skipped, so retrying a batch whose commit was lost
-	// bills nothing twice.
+	// AppendLedger appends entries in one transaction, in order: all or none. A settle entry
+	// subtracts its amount from its account's balance in the same transaction (an account not
+	// stored, such as a static key's, has no balance to change); no other kind changes a
+	// balance. A settle entry whose request id is already in the ledger as a settle is skipped,
+	// so retrying a batch whose commit was lost bills nothing twice; its reserve and release
+	// entries are not deduplicated and may then be stored twice.
 	AppendLedger(ctx context.Context, entries []LedgerEntry) error
 	// Ledger returns the account's entries, newest first, at most limit (limit <= 0: all).
 	Ledger(ctx context.Context, accountID string, limit int) ([]LedgerEntry, error)

@@ -20,7 +20,8 @@ const (
 // WriterOptions configure a Writer. The zero value gives the defaults.
 type WriterOptions struct {
 	// QueueSize is how many entries may wait to be written; zero or negative is
-	// DefaultLedgerQueueSize (65536). An entry offered to a full queue is dropped and counted.
+	// DefaultLedgerQueueSize (65536). An entry offered to a full queue is dropped and counted;
+	// a reserve entry already when it is half full (Append).
 	QueueSize int
 	// BatchSize is the most entries written in one store transaction; zero or negative is
 	// DefaultLedgerBatchSize (256).
@@ -40,11 +41,13 @@ type WriterOptions struct {
 // (AppendLedger), off the request goroutine. Unlike the audit, a failed batch is not dropped:
 // it stays at the head of the queue and is retried every FlushInterval until it is written
 // (AppendLedger skips a settle already stored, so a retry after a lost commit bills nothing
-// twice).
+// twice; its reserve and release entries may then be stored twice, changing no balance).
+// Entries are written in the order they were appended.
 //
-// What is synchronous and what a crash can lose: a settle entry is in memory from Append
-// until its batch commits, at most FlushInterval later while the store answers. A process
-// crash (or a drain that times out at shutdown) loses the entries queued then, and only those;
+// What is synchronous and what a crash can lose: a settle entry (and a reserve or release) is
+// in memory from Append until its batch commits, at most FlushInterval later while the store
+// answers. A process crash (or a drain that times out at shutdown) loses the entries queued
+// then, and only those (a reserve already written then has no settle or release);
 // every entry whose batch committed is in the store, with its balance change in the same
 // transaction. Credits are not queued: the admin API writes them synchronously (Store.Credit)
 // before it answers.
@@ -105,10 +108,17 @@ func NewWriter(st Store, o WriterOptions) *Writer {
 }
 
 // Append queues e and returns at once; it never waits for the store. It reports false, and
-// counts e in Dropped, when the queue is full.
+// counts e in Dropped, when the queue is full; a reserve entry is refused already when the
+// queue is half full, so that while the store is slow or down the informational reserve and
+// release entries (which change no balance) do not crowd out the settles. A caller whose
+// reserve was refused should write no release for it.
 func (w *Writer) Append(e LedgerEntry) bool {
+	limit := w.queueSize
+	if e.Kind == KindReserve {
+		limit = (w.queueSize + 1) / 2
+	}
 	w.mu.Lock()
-	if len(w.queue) >= w.queueSize {
+	if len(w.queue) >= limit {
 		w.mu.Unlock()
 		w.dropped.Add(1)
 		return false
@@ -141,8 +151,8 @@ func (w *Writer) Pending(accountID string) int64 {
 	return w.pending[accountID]
 }
 
-// Dropped returns how many entries will never be written: offered to a full queue, or still
-// queued when a drain timed out.
+// Dropped returns how many entries will never be written: offered to a full queue (a reserve
+// entry: to a half-full one), or still queued when a drain timed out.
 func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 
 // Flush blocks until every entry queued before the call is written. It returns ctx.Err() if

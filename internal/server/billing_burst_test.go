@@ -13,15 +13,18 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
 
 // burstCatalog: gpt-4o-mini billed at its catalog price, 1 and 100 micro-USD a token in and
-// out, served by one emulated OpenAI deployment; authentication on; the admin API on. The
-// accounts and keys of the burst are stored ones, created through the admin API.
+// out, served by one emulated OpenAI deployment whose circuit the burst's scripted failures do
+// not open; authentication on; the admin API on. The accounts and keys of the burst are stored
+// ones, created through the admin API.
 const burstCatalog = `
 auth: {required: true}
 routing:
   timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}
+  circuit: {failures: 1000}
 models:
   - id: gpt-4o-mini
     price: {input: 1, output: 100}
@@ -83,11 +86,13 @@ type burstKey struct {
 	// capMicroUSD is what it may spend: the prepaid credit, or the key's budget_usd.
 	capMicroUSD int64
 
-	served, refused      int
-	chargedMicroUSD      int64            // sum of the audited costs of its served requests
-	maxReserveMicroUSD   int64            // the largest reserve of its served requests
-	costByRequestID      map[string]int64 // audited cost of each served request, micro-USD
-	minObservedBalance   int64            // lowest stored balance polled during the burst
+	served, refused, failed int
+	chargedMicroUSD         int64            // sum of the audited costs of its served requests
+	maxReserveMicroUSD      int64            // the largest reserve of its served requests
+	costByRequestID         map[string]int64 // audited cost of each served request, micro-USD
+	// reserveByRequestID is the audited reserve of each admitted request (served or failed).
+	reserveByRequestID   map[string]int64
+	minObservedBalance   int64 // lowest stored balance polled during the burst
 	observedBalanceCount int
 }
 
@@ -96,7 +101,8 @@ type burstKey struct {
 // in flight, streamed and not, on both surfaces, are shared between a stored key of a prepaid
 // account credited with about twenty requests' worth, and a stored key of an unmetered account
 // whose own settings set limits.budget_usd (period total) to about a dozen requests' worth.
-// Then each key sends sequential requests until one is refused.
+// The first burstFailures requests to reach the provider fail (500: the only deployment fails,
+// 502 to the caller). Then each key sends sequential requests until one is refused.
 //
 //   - R-BILL-1 (reserve before dispatch, no overspend): for each key, what was settled is at
 //     most its credit or budget plus one request's reserve (and what is left, once a request
@@ -112,6 +118,10 @@ type burstKey struct {
 //     has exactly one settle entry per served request, each of its audited cost; their sum is
 //     the credits minus the balance; the budget key's admission counter spent the same sum and
 //     holds no reserve or slot once the burst is over.
+//   - R-BILL-1 in the ledger: every admitted request has a reserve entry of its audited reserve
+//     and exactly one entry ending it, written after it: a settle when served, a release of the
+//     whole reserve when it failed; refused requests have none; reserves and releases change no
+//     balance.
 func TestBillingBurst(t *testing.T) {
 	t.Parallel()
 	for _, be := range storeBackends {
@@ -130,8 +140,15 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 		creditMicro = 7000
 		budgetUSD   = "0.004" // about 12 requests
 		budgetMicro = 4000
+		// burstFailures is how many of the first requests to reach the provider fail; fewer
+		// than the burst admits (each key admits several at once, and a failure returns its
+		// reserve), so that none is left for the sequential requests after the burst.
+		burstFailures = 12
 	)
 	g := startGatewayStore(t, be.open(t), burstCatalog, oa("oa-primary"))
+	for range burstFailures {
+		g.Fakes["oa-primary"].Script(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500})
+	}
 
 	prepaid := &burstKey{name: "prepaid", limitKind: "credit", capMicroUSD: creditMicro}
 	prepaid.acctID = mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"prepaid","settings":{"billing":"prepaid"}}`).Get("id").String()
@@ -147,6 +164,7 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 	keys := []*burstKey{prepaid, budget}
 	for _, bk := range keys {
 		bk.costByRequestID = map[string]int64{}
+		bk.reserveByRequestID = map[string]int64{}
 		bk.minObservedBalance = 1 << 62
 	}
 
@@ -199,7 +217,7 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 			o := burstPost(g.URL, bk.secret, i, false)
 			o.key = key
 			outs = append(outs, o)
-			if o.status != 200 || i == 20 {
+			if (o.status != 200 && o.status != 502) || i == 20 {
 				break
 			}
 		}
@@ -241,6 +259,17 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 			bk.chargedMicroUSD += cost
 			bk.maxReserveMicroUSD = max(bk.maxReserveMicroUSD, reserve)
 			bk.costByRequestID[rid] = cost
+			bk.reserveByRequestID[rid] = reserve
+		case 502:
+			bk.failed++
+			if len(rec.Attempts) != 1 || rec.ErrorCode != "upstream_error" {
+				t.Errorf("failed request %s: %q with %d attempts; want upstream_error after 1", rid, rec.ErrorCode, len(rec.Attempts))
+				continue
+			}
+			if a := rec.Attempts[0]; a.CostUSD != 0 || a.ReservedMaxUSD <= 0 {
+				t.Errorf("failed request %s: cost %v, reserve %v; want 0 and a reserve", rid, a.CostUSD, a.ReservedMaxUSD)
+			}
+			bk.reserveByRequestID[rid] = admission.MicroUSD(rec.Attempts[0].ReservedMaxUSD)
 		case 402:
 			bk.refused++
 			if errorType(o.body) != "insufficient_credit" || o.hdr.Get("X-Switchyard-Error-Code") != "insufficient_credit" ||
@@ -257,23 +286,30 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 	}
 
 	// R-BILL-1: refusals reached no provider; R-BILL-2: what was billed is what the provider
-	// reported, by the fake's usage formula over the requests it received.
-	reqs := g.Fakes["oa-primary"].Requests()
+	// reported, by the fake's usage formula over the requests it answered, and the requests
+	// it failed billed nothing.
 	var providerMicroUSD int64
-	for _, r := range reqs {
+	answered, failed := 0, 0
+	for _, r := range g.Fakes["oa-primary"].Requests() {
+		if r.Kind != fakeprovider.KindOK {
+			failed++
+			continue
+		}
+		answered++
 		providerMicroUSD += int64(len(r.Body)+3)/4*1 + 3*100
 	}
-	if len(reqs) != prepaid.served+budget.served {
-		t.Errorf("the provider received %d requests, %d were served: a refusal reached it (or a serve did not)",
-			len(reqs), prepaid.served+budget.served)
+	if answered != prepaid.served+budget.served || failed != burstFailures || prepaid.failed+budget.failed != burstFailures {
+		t.Errorf("the provider answered %d requests and failed %d; %d were served and %d failed (%d failures scripted): "+
+			"a refusal reached it, or a serve or failure did not", answered, failed, prepaid.served+budget.served,
+			prepaid.failed+budget.failed, burstFailures)
 	}
 	if sum := prepaid.chargedMicroUSD + budget.chargedMicroUSD; sum != providerMicroUSD {
 		t.Errorf("audited costs sum to %d micro-USD; the provider's reported usage prices at %d", sum, providerMicroUSD)
 	}
 
 	for _, bk := range keys {
-		t.Logf("%s (%s): served %d, refused %d, charged %d of %d micro-USD (max reserve %d)",
-			bk.name, be.name, bk.served, bk.refused, bk.chargedMicroUSD, bk.capMicroUSD, bk.maxReserveMicroUSD)
+		t.Logf("%s (%s): served %d, refused %d, failed %d, charged %d of %d micro-USD (max reserve %d)",
+			bk.name, be.name, bk.served, bk.refused, bk.failed, bk.chargedMicroUSD, bk.capMicroUSD, bk.maxReserveMicroUSD)
 		if bk.served == 0 || bk.refused == 0 {
 			t.Fatalf("%s: served %d, refused %d: the burst did not exhaust it", bk.name, bk.served, bk.refused)
 		}
@@ -307,33 +343,48 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 
 // checkLedger verifies R-BILL-4 for one key's account through the admin API: one settle entry
 // per served request, each of that request's audited cost; credits minus settles is the
-// balance, in the ledger answer and on the account.
+// balance, in the ledger answer and on the account. And R-BILL-1: one reserve entry per
+// admitted request (served or failed), of its audited reserve, ended by exactly one later
+// settle (served) or release of the whole reserve (failed).
 func checkLedger(t *testing.T, g *gateway, bk *burstKey) {
 	t.Helper()
 	ledger := mustAdmin(t, g, 200, "GET", "/admin/v1/accounts/"+bk.acctID+"/ledger?limit=10000", "")
 	var credits, settles int64
 	seen := map[string]bool{}
-	for _, e := range ledger.Get("entries").Array() {
+	// The entries of each request id by kind, as (position in the answer, newest first; entry).
+	type pos struct {
+		i int
+		e gjson.Result
+	}
+	byKind := map[string]map[string][]pos{"reserve": {}, "settle": {}, "release": {}}
+	for i, e := range ledger.Get("entries").Array() {
 		micro := e.Get("cost_micro_usd").Int()
 		if got := microOf(t, e.Get("cost_usd").Raw); got != micro {
 			t.Errorf("%s ledger entry %s: cost_usd is %d micro-USD, cost_micro_usd %d", bk.name, e.Raw, got, micro)
 		}
-		switch e.Get("kind").String() {
+		kind, rid := e.Get("kind").String(), e.Get("request_id").String()
+		if m, ok := byKind[kind]; ok {
+			m[rid] = append(m[rid], pos{i, e})
+			if e.Get("key_id").String() != bk.keyID {
+				t.Errorf("%s ledger entry %s; key %s", bk.name, e.Raw, bk.keyID)
+			}
+		}
+		switch kind {
 		case "credit":
 			credits += micro
 		case "settle":
 			settles += micro
-			rid := e.Get("request_id").String()
 			want, ok := bk.costByRequestID[rid]
 			switch {
 			case !ok:
 				t.Errorf("%s ledger settles %s, not a served request of this key", bk.name, rid)
 			case seen[rid]:
 				t.Errorf("%s ledger settles %s twice", bk.name, rid)
-			case micro != want || e.Get("key_id").String() != bk.keyID:
-				t.Errorf("%s ledger entry %s; audited cost %d micro-USD, key %s", bk.name, e.Raw, want, bk.keyID)
+			case micro != want:
+				t.Errorf("%s ledger entry %s; audited cost %d micro-USD", bk.name, e.Raw, want)
 			}
 			seen[rid] = true
+		case "reserve", "release":
 		default:
 			t.Errorf("%s ledger entry of kind %q: %s", bk.name, e.Get("kind").String(), e.Raw)
 		}
@@ -341,6 +392,45 @@ func checkLedger(t *testing.T, g *gateway, bk *burstKey) {
 	if len(seen) != bk.served || settles != bk.chargedMicroUSD {
 		t.Errorf("%s ledger: %d settles summing to %d micro-USD; %d requests served, audited costs %d",
 			bk.name, len(seen), settles, bk.served, bk.chargedMicroUSD)
+	}
+	// Every reserve is of an admitted request and ended exactly once, after it; no end lacks
+	// its reserve.
+	for rid, rs := range byKind["reserve"] {
+		want, ok := bk.reserveByRequestID[rid]
+		if !ok || len(rs) != 1 || rs[0].e.Get("cost_micro_usd").Int() != want {
+			t.Errorf("%s ledger: %d reserves of %s; want one of its audited reserve %d micro-USD (admitted: %t)", bk.name, len(rs), rid, want, ok)
+			continue
+		}
+		st, rel := byKind["settle"][rid], byKind["release"][rid]
+		_, served := bk.costByRequestID[rid]
+		var end pos
+		switch {
+		case served && len(st) == 1 && len(rel) == 0:
+			end = st[0]
+		case !served && len(st) == 0 && len(rel) == 1:
+			end = rel[0]
+			if rel[0].e.Get("cost_micro_usd").Int() != want {
+				t.Errorf("%s ledger: release %s does not return the reserve %d", bk.name, rel[0].e.Raw, want)
+			}
+		default:
+			t.Errorf("%s ledger: request %s (served %t) has %d settles and %d releases; want exactly one of the right kind",
+				bk.name, rid, served, len(st), len(rel))
+			continue
+		}
+		if end.i >= rs[0].i || end.e.Get("at").Time().Before(rs[0].e.Get("at").Time()) {
+			t.Errorf("%s ledger: %s is not after its reserve %s", bk.name, end.e.Raw, rs[0].e.Raw)
+		}
+	}
+	for _, kind := range []string{"settle", "release"} {
+		for rid := range byKind[kind] {
+			if byKind["reserve"][rid] == nil {
+				t.Errorf("%s ledger: a %s of %s without its reserve", bk.name, kind, rid)
+			}
+		}
+	}
+	if n := len(byKind["reserve"]); n != len(bk.reserveByRequestID) || len(byKind["release"]) != bk.failed {
+		t.Errorf("%s ledger: %d reserves and %d releases; %d requests admitted, %d failed",
+			bk.name, n, len(byKind["release"]), len(bk.reserveByRequestID), bk.failed)
 	}
 	wantCredits := int64(0)
 	if bk.limitKind == "credit" {

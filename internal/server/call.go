@@ -98,6 +98,8 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		}
 		defer hold.Release() // a panic in the relay still frees the slot and the reserve
 	}
+	led := s.openLedger(rid, who, pr.res.Model.ID, reserve, holdsMoney(prepaid, who.layers))
+	defer led.release() // a panic in the relay still ends the reserve in the ledger
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens}
 	p := &cs.plan
@@ -110,30 +112,25 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	if hold != nil {
 		hold.Release() // before the audit record is queued: a caller that read it may call again
 	}
-	s.bill(rid, who, &out, &credit)
+	s.bill(&out, &credit, &led)
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
 	s.finish(rec, start)
 }
 
-// bill settles a committed request's cost in the ledger (R-BILL-1, R-BILL-2): the committed
-// attempt's tokens and cost, in integer micro-USD, for the caller's account, queued for the
-// store without waiting; and a prepaid account's reserve is settled to that cost in memory. A
-// request that did not commit bills nothing (its reserve is released by the caller's defer).
-// Anonymous callers and servers without a store of accounts have no ledger.
-func (s *Server) bill(rid string, who caller, out *relay.Result, credit *accounts.Charge) {
+// bill ends a request's charges (R-BILL-1, R-BILL-2): a committed request settles to the
+// committed attempt's cost in integer micro-USD, in a prepaid account's cached balance and in
+// the ledger (queued, not waited for); any other request is billed nothing, and its ledger
+// reserve, if any, is released (ledger.go). A prepaid reserve not settled here is returned by
+// the caller's deferred Release.
+func (s *Server) bill(out *relay.Result, credit *accounts.Charge, led *requestLedger) {
 	if !out.Committed || len(out.Attempts) == 0 {
+		led.release()
 		return
 	}
 	a := &out.Attempts[len(out.Attempts)-1]
 	cost := admission.MicroUSD(a.CostUSD)
 	credit.Settle(cost)
-	if s.ledger == nil || who.account == "" {
-		return
-	}
-	t := &a.Tokens
-	s.ledger.Append(accounts.LedgerEntry{At: time.Now().UTC(), AccountID: who.account, KeyID: who.keyID, RequestID: rid,
-		Model: a.Model, Deployment: a.Deployment, Kind: accounts.KindSettle, AmountMicroUSD: cost,
-		Tokens: accounts.Tokens{Input: t.Input, Cached: t.Cached, CacheWrite: t.CacheWrite, Output: t.Output, Reasoning: t.Reasoning}})
+	led.settle(a, cost)
 }
 
 // finish completes the record, counts it, and queues it for the store off the request path.

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -312,29 +314,88 @@ func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, err
 	return balance, wrap("crediting account", err)
 }
 
-// AppendLedger implements accounts.Store.
+// ledgerChunk is the most rows one INSERT of AppendLedger writes: 13 parameters a row stays far
+// below the bound-parameter limits of SQLite (32766) and Postgres (65535).
+const ledgerChunk = 512
+
+// AppendLedger implements accounts.Store. Each chunk of entries is one multi-row INSERT that
+// skips a settle already stored (ON CONFLICT DO NOTHING on ledger_settle_request) and returns
+// the rows it inserted; then each account's balance is reduced once by the sum of its settles
+// inserted, accounts in id order (so that concurrent batches lock them in one order). Reserve
+// and release entries change no balance. A batch is a few statements whatever its size: the
+// round trips, not the rows, are what a batch costs.
 func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	return wrap("writing the ledger", s.inTx(ctx, func(tx *sql.Tx) error {
-		for i := range entries {
-			e := &entries[i]
-			added, err := s.insert(ctx, tx, e)
-			if err != nil {
+		settled := make(map[string]int64)
+		for rest := entries; len(rest) > 0; {
+			n := min(len(rest), ledgerChunk)
+			if err := s.insertChunk(ctx, tx, rest[:n], settled); err != nil {
 				return err
 			}
-			if !added || e.Kind != accounts.KindSettle || e.AmountMicroUSD == 0 {
-				continue
+			rest = rest[n:]
+		}
+		ids := make([]string, 0, len(settled))
+		for id, micro := range settled {
+			if micro != 0 {
+				ids = append(ids, id)
 			}
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, s.q(`UPDATE accounts SET balance_micro_usd = balance_micro_usd - ? WHERE id = ?`),
-				e.AmountMicroUSD, e.AccountID); err != nil {
+				settled[id], id); err != nil {
 				return err
 			}
 		}
 		return nil
 	}))
 }
+
+// insertChunk inserts es in one statement and adds the amount of each settle it inserted to
+// settled, by account.
+func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.LedgerEntry, settled map[string]int64) error {
+	var b strings.Builder
+	b.Grow(len(insertRows) + len(es)*len(insertRow) + len(insertReturning))
+	b.WriteString(insertRows)
+	args := make([]any, 0, 13*len(es))
+	for i := range es {
+		e := &es[i]
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(insertRow)
+		t := &e.Tokens
+		args = append(args, createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model, e.Deployment, string(e.Kind),
+			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD)
+	}
+	b.WriteString(insertReturning)
+	rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, account string
+		var micro int64
+		if err := rows.Scan(&kind, &account, &micro); err != nil {
+			return err
+		}
+		if accounts.Kind(kind) == accounts.KindSettle {
+			settled[account] += micro
+		}
+	}
+	return rows.Err()
+}
+
+const (
+	insertRows = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
+    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd) VALUES `
+	insertRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertReturning = ` ON CONFLICT DO NOTHING RETURNING kind, account_id, amount_micro_usd`
+)
 
 // Ledger implements accounts.Store.
 func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]accounts.LedgerEntry, error) {

@@ -1,0 +1,229 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+)
+
+// ledgerCatalog: gpt-4o-mini at its catalog price (1 and 100 micro-USD a token), served by two
+// emulated OpenAI deployments; authentication and the admin API on.
+const ledgerCatalog = `
+auth: {required: true}
+routing:
+  timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}
+models:
+  - id: gpt-4o-mini
+    price: {input: 1, output: 100}
+deployments:
+  - name: oa-primary
+    provider: openai
+    dialect: openai
+    base_url: "{{oa-primary}}"
+    routes: [{model: gpt-4o-mini}]
+  - name: oa-backup
+    provider: openai
+    dialect: openai
+    base_url: "{{oa-backup}}"
+    routes: [{model: gpt-4o-mini}]
+admin:
+  token: adm-secret-token
+`
+
+// TestLedgerReserveSettleRelease is R-BILL-1 and R-BILL-2 in the ledger, one request per case
+// on a fresh account, on every store backend: a request admitted holding money (a prepaid
+// balance or a key's budget) leaves a reserve of its reserved_max_usd, for the requested model
+// and no deployment, then exactly one settle (committed: its audited cost, from the serving
+// deployment) or release (all deployments failed, or the caller cancelled before commit: the
+// same amount as the reserve), never both; the reserve reads back older than its end; only a
+// settle changes the balance. A request held to rate limits only, or to nothing, reserves no
+// money and leaves a settle alone when it commits and nothing when it fails; a request refused
+// at admission leaves nothing.
+func TestLedgerReserveSettleRelease(t *testing.T) {
+	t.Parallel()
+	const budget = `{"limits":{"budget_usd":1,"budget_period":"total"}}`
+	tests := []struct {
+		name        string
+		billing     string // account settings.billing
+		keySettings string
+		creditUSD   string // "" credits nothing
+		behavior    *fakeprovider.Behavior
+		wantStatus  int // 0: the caller cancels once the request reached a provider
+		wantKinds   []string
+	}{
+		{"prepaid served", "prepaid", `{}`, "0.01", nil, 200, []string{"reserve", "settle"}},
+		{"prepaid, all deployments fail", "prepaid", `{}`, "0.01", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500},
+			502, []string{"reserve", "release"}},
+		{"prepaid, cancelled before commit", "prepaid", `{}`, "0.01", &fakeprovider.Behavior{Kind: fakeprovider.KindHang},
+			0, []string{"reserve", "release"}},
+		{"budget served", "unmetered", budget, "", nil, 200, []string{"reserve", "settle"}},
+		{"budget, all deployments fail", "unmetered", budget, "", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 503},
+			502, []string{"reserve", "release"}},
+		{"rate limits only: no money held", "unmetered", `{"limits":{"rpm":100}}`, "", nil, 200, []string{"settle"}},
+		{"no limits, all deployments fail", "unmetered", `{}`, "", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500},
+			502, nil},
+		{"prepaid refused for credit", "prepaid", `{}`, "0.000001", nil, 402, nil},
+	}
+	for _, be := range storeBackends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					testLedgerCase(t, be, tc.billing, tc.keySettings, tc.creditUSD, tc.behavior, tc.wantStatus, tc.wantKinds)
+				})
+			}
+		})
+	}
+}
+
+func testLedgerCase(t *testing.T, be storeBackend, billing, keySettings, creditUSD string, behavior *fakeprovider.Behavior,
+	wantStatus int, wantKinds []string) {
+	g := startGatewayStore(t, be.open(t), ledgerCatalog, oa("oa-primary"), oa("oa-backup"))
+	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"l","settings":{"billing":"`+billing+`"}}`).Get("id").String()
+	k := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+acct+`","name":"k","settings":`+keySettings+`}`)
+	secret, keyID := k.Get("secret").String(), k.Get("id").String()
+	var credit int64
+	if creditUSD != "" {
+		mustAdmin(t, g, 200, "POST", "/admin/v1/accounts/"+acct+"/credits", `{"amount_usd":`+creditUSD+`}`)
+		credit = microOf(t, creditUSD)
+	}
+	if behavior != nil {
+		for _, f := range g.Fakes {
+			f.Script(*behavior)
+		}
+	}
+
+	var rid string
+	var reserved, cost int64 // from the audit
+	served := ""             // the serving deployment
+	if wantStatus == 0 {
+		cancelBeforeCommit(t, g, secret)
+	} else {
+		o := burstPost(g.URL, secret, 0, false)
+		if o.err != nil || o.status != wantStatus {
+			t.Fatalf("status %d (%v) %s; want %d", o.status, o.err, o.body, wantStatus)
+		}
+		rid = o.hdr.Get("X-Request-Id")
+		rec := g.generation(t, rid) // queued after the request's last ledger entry
+		for _, a := range rec.Attempts {
+			reserved = admission.MicroUSD(a.ReservedMaxUSD)
+		}
+		if wantStatus == 200 {
+			a := rec.Attempts[len(rec.Attempts)-1]
+			cost, served = admission.MicroUSD(a.CostUSD), a.Deployment
+		}
+		if behavior != nil && behavior.Kind == fakeprovider.KindStatus {
+			for name, f := range g.Fakes {
+				if f.Hits() != 1 {
+					t.Errorf("%s received %d requests; want 1 (every deployment fails once)", name, f.Hits())
+				}
+			}
+		}
+	}
+
+	// The request's entries, oldest first, polled until its last kind is there (the cancelled
+	// request's audit record is not awaited: the caller never saw its id).
+	var es []gjson.Result
+	var ledger gjson.Result
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ledger = mustAdmin(t, g, 200, "GET", "/admin/v1/accounts/"+acct+"/ledger", "")
+		es = es[:0]
+		for _, e := range ledger.Get("entries").Array() {
+			if e.Get("kind").String() != "credit" {
+				es = append(es, e)
+			}
+		}
+		slices.Reverse(es)
+		if len(es) >= len(wantKinds) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // polling the store with a deadline, not synchronising
+	}
+	var kinds []string
+	for _, e := range es {
+		kinds = append(kinds, e.Get("kind").String())
+	}
+	if !slices.Equal(kinds, wantKinds) {
+		t.Fatalf("ledger kinds, oldest first: %v; want %v (%s)", kinds, wantKinds, ledger.Raw)
+	}
+	if rid == "" && len(es) > 0 {
+		rid = es[0].Get("request_id").String() // the cancelled request's
+	}
+	var settled int64
+	for i, e := range es {
+		if e.Get("request_id").String() != rid || e.Get("key_id").String() != keyID {
+			t.Errorf("entry %s: want request %s, key %s", e.Raw, rid, keyID)
+		}
+		amount := e.Get("cost_micro_usd").Int()
+		switch kind := e.Get("kind").String(); kind {
+		case "reserve":
+			if amount <= 0 || (reserved != 0 && amount != reserved) || e.Get("model").String() != "gpt-4o-mini" || e.Get("deployment").String() != "" {
+				t.Errorf("reserve %s; audited reserve %d micro-USD, model gpt-4o-mini, no deployment", e.Raw, reserved)
+			}
+		case "release", "settle":
+			if i != 1 || es[0].Get("kind").String() != "reserve" {
+				break // a settle without a reserve: checked by the kinds
+			}
+			r := es[0]
+			if kind == "release" && (amount != r.Get("cost_micro_usd").Int() || e.Get("deployment").String() != "") {
+				t.Errorf("release %s does not return its reserve %s", e.Raw, r.Raw)
+			}
+			if ra, ea := r.Get("at").Time(), e.Get("at").Time(); ea.Before(ra) {
+				t.Errorf("%s at %v, before its reserve at %v", kind, ea, ra)
+			}
+		}
+		if e.Get("kind").String() == "settle" {
+			settled += amount
+			if amount != cost || e.Get("deployment").String() != served {
+				t.Errorf("settle %s; audited cost %d micro-USD from %s", e.Raw, cost, served)
+			}
+		}
+	}
+	if bal := microOf(t, ledger.Get("balance_usd").Raw); bal != credit-settled {
+		t.Errorf("balance %d micro-USD; credits %d minus settles %d (reserves and releases change nothing)", bal, credit, settled)
+	}
+}
+
+// cancelBeforeCommit sends a request whose provider hangs and cancels it once a provider has
+// received it, before anything was committed to the caller.
+func cancelBeforeCommit(t *testing.T, g *gateway, secret string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"Hello"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Fakes["oa-primary"].Hits()+g.Fakes["oa-backup"].Hits() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no provider received the request")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled request got a response")
+	}
+}
