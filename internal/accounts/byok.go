@@ -81,9 +81,23 @@ type PolicyStore interface {
 	Policy(ctx context.Context, id string) (*Policy, error)
 	// Policies returns every policy, in no particular order.
 	Policies(ctx context.Context) ([]Policy, error)
+	// AccountPolicies returns the policies of the account accountID, oldest first (by
+	// CreatedAt, then ID): an empty slice when it has none, including when no such account
+	// exists (no ErrNotFound).
+	AccountPolicies(ctx context.Context, accountID string) ([]Policy, error)
+	// UpdatePolicy reads the policy, calls f on it and writes back Name, Order (nil stored as
+	// []), Funding and AttemptLimit, all in one transaction that holds the row (concurrent
+	// updates serialise); ID, AccountID and CreatedAt are kept whatever f does. It returns the
+	// policy written, ErrNotFound, f's error (nothing is written then), or an error for an
+	// invalid Funding ("" is stored as FundingHouse, as by CreatePolicy).
+	UpdatePolicy(ctx context.Context, id string, f func(*Policy) error) (*Policy, error)
 	// CreateConnection stores c (nil Models stored as []). ErrNotFound when its key does not
 	// exist, ErrExists when the id is taken.
 	CreateConnection(ctx context.Context, c *Connection) error
+	// RevokeConnection sets the RevokedAt of the connection connID of the key keyID to at, so
+	// that ActiveConnections leaves it out from then on. ErrNotFound when no such connection
+	// belongs to that key, or it is revoked already (its RevokedAt is kept).
+	RevokeConnection(ctx context.Context, keyID, connID string, at time.Time) error
 	// ActiveConnections returns every connection not revoked (API keys included: for the
 	// request path only), in no particular order.
 	ActiveConnections(ctx context.Context) ([]Connection, error)

@@ -24,18 +24,82 @@ const (
 	maxConnectionModels = 1024
 )
 
-// policyBody is the body of POST /admin/v1/policies (contract.md "Admin API").
+// policyBody is the body of POST /admin/v1/policies and, without account_id, of PATCH
+// /admin/v1/policies/{id} (contract.md "Admin API"). The members are nil when absent or null.
 type policyBody struct {
-	AccountID    string   `json:"account_id"`
-	Name         string   `json:"name"`
-	Order        []string `json:"order"`
-	Funding      string   `json:"funding"`
-	AttemptLimit int      `json:"attempt_limit"`
+	AccountID    string    `json:"account_id"`
+	Name         *string   `json:"name"`
+	Order        *[]string `json:"order"`
+	Funding      *string   `json:"funding"`
+	AttemptLimit *int      `json:"attempt_limit"`
 }
+
+// policyMembers are the members of PATCH /admin/v1/policies/{id}; POST adds account_id.
+var policyMembers = []string{"name", "order", "funding", "attempt_limit"}
 
 func policyJSON(p *accounts.Policy) map[string]any {
 	return map[string]any{"id": p.ID, "account_id": p.AccountID, "name": p.Name, "order": p.Order,
 		"funding": p.Funding, "attempt_limit": p.AttemptLimit, "created_at": p.CreatedAt}
+}
+
+// check validates the members of f that are set (not AccountID), without the store, as POST
+// and PATCH both do (R-POLICY): a non-empty name, a funding rule (house, byok,
+// byok_with_house_fallback), an attempt limit of 0 (none) or more, an order of at most
+// maxPolicyOrder entries (its entries are checkPolicyOrder's). It returns the parameter and message of the first problem, or "" and "".
+func (f *policyBody) check() (param, msg string) {
+	if f.Name != nil && strings.TrimSpace(*f.Name) == "" {
+		return "name", "name must not be empty"
+	}
+	if f.Funding != nil {
+		if _, err := accounts.ParseFunding(*f.Funding); err != nil {
+			return "funding", err.Error()
+		}
+	}
+	if f.AttemptLimit != nil && *f.AttemptLimit < 0 {
+		return "attempt_limit", "attempt_limit must be 0 (no limit) or more"
+	}
+	if f.Order != nil && len(*f.Order) > maxPolicyOrder {
+		return "order", fmt.Sprintf("order names at most %d deployments", maxPolicyOrder)
+	}
+	return "", ""
+}
+
+// apply sets the members of f that are set (not AccountID) on p; f has passed check.
+func (f *policyBody) apply(p *accounts.Policy) {
+	if f.Name != nil {
+		p.Name = *f.Name
+	}
+	if f.Order != nil {
+		p.Order = slices.Clone(*f.Order)
+		if p.Order == nil {
+			p.Order = []string{}
+		}
+	}
+	if f.Funding != nil {
+		p.Funding, _ = accounts.ParseFunding(*f.Funding)
+	}
+	if f.AttemptLimit != nil {
+		p.AttemptLimit = *f.AttemptLimit
+	}
+}
+
+// checkPolicyOrder checks f's order, when set, against the catalog and account acct's
+// connections (checkOrder) and answers the 400 or the store error itself; it reports whether
+// the order passed.
+func (s *Server) checkPolicyOrder(ctx context.Context, w http.ResponseWriter, acct string, f *policyBody) bool {
+	if f.Order == nil {
+		return true
+	}
+	param, msg, err := s.checkOrder(ctx, acct, *f.Order)
+	switch {
+	case err != nil:
+		s.storeError(w, err, "")
+		return false
+	case msg != "":
+		badRequest(w, param, "%s", msg)
+		return false
+	}
+	return true
 }
 
 // adminCreatePolicy serves POST /admin/v1/policies: a routing policy of an account (R-POLICY):
@@ -46,22 +110,11 @@ func policyJSON(p *accounts.Policy) map[string]any {
 // the account use it by setting settings.policy to its id.
 func (s *Server) adminCreatePolicy(w http.ResponseWriter, r *http.Request) {
 	var b policyBody
-	if !decodeBody(w, r, &b, []string{"account_id", "name", "order", "funding", "attempt_limit"}, "account_id", "name") {
+	if !decodeBody(w, r, &b, append([]string{"account_id"}, policyMembers...), "account_id", "name") {
 		return
 	}
-	funding, err := accounts.ParseFunding(b.Funding)
-	switch {
-	case err != nil:
-		badRequest(w, "funding", "%v", err)
-		return
-	case strings.TrimSpace(b.Name) == "":
-		badRequest(w, "name", "name must not be empty")
-		return
-	case b.AttemptLimit < 0:
-		badRequest(w, "attempt_limit", "attempt_limit must be 0 (no limit) or more")
-		return
-	case len(b.Order) > maxPolicyOrder:
-		badRequest(w, "order", "order names at most %d deployments", maxPolicyOrder)
+	if param, msg := b.check(); msg != "" {
+		badRequest(w, param, "%s", msg)
 		return
 	}
 	ctx, cancel := adminCtx(r)
@@ -70,24 +123,80 @@ func (s *Server) adminCreatePolicy(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, err, "no account with that account_id")
 		return
 	}
-	if param, msg, err := s.checkOrder(ctx, b.AccountID, b.Order); err != nil {
-		s.storeError(w, err, "")
-		return
-	} else if msg != "" {
-		badRequest(w, param, "%s", msg)
+	if !s.checkPolicyOrder(ctx, w, b.AccountID, &b) {
 		return
 	}
-	p := &accounts.Policy{ID: accounts.NewID("pol"), AccountID: b.AccountID, Name: b.Name, Order: b.Order,
-		Funding: funding, AttemptLimit: b.AttemptLimit, CreatedAt: time.Now().UTC()}
-	if p.Order == nil {
-		p.Order = []string{}
-	}
+	p := &accounts.Policy{ID: accounts.NewID("pol"), AccountID: b.AccountID, Order: []string{},
+		Funding: accounts.FundingHouse, CreatedAt: time.Now().UTC()}
+	b.apply(p)
 	if err := s.accts.CreatePolicy(ctx, p); err != nil {
 		s.storeError(w, err, "no account with that account_id")
 		return
 	}
 	s.cache.PutPolicy(p)
 	writeJSON(w, http.StatusCreated, policyJSON(p))
+}
+
+// adminPatchPolicy serves PATCH /admin/v1/policies/{id}: the members present (name, order,
+// funding, attempt_limit) replace the policy's, each checked as by POST (400 naming the field);
+// absent or null members are kept, and a kept order is not checked again (an entry naming a
+// connection revoked since matches nothing). 200 with the policy; 404 for an unknown id. This
+// process routes by the new policy from its next request; other replicas from their next
+// reload (store.reload_interval).
+func (s *Server) adminPatchPolicy(w http.ResponseWriter, r *http.Request) {
+	var f policyBody
+	if !decodeBody(w, r, &f, policyMembers) {
+		return
+	}
+	if param, msg := f.check(); msg != "" {
+		badRequest(w, param, "%s", msg)
+		return
+	}
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	cur, err := s.accts.Policy(ctx, r.PathValue("id"))
+	if err != nil {
+		s.storeError(w, err, "no policy with that id")
+		return
+	}
+	// The account's settings lock (a policy never changes account) orders this process's cache
+	// puts of the account's policies as their writes: checkPolicyRef puts what it read under it.
+	defer lockAccount(cur.AccountID).unlock()
+	if !s.checkPolicyOrder(ctx, w, cur.AccountID, &f) {
+		return
+	}
+	p, err := s.accts.UpdatePolicy(ctx, cur.ID, func(p *accounts.Policy) error {
+		f.apply(p)
+		return nil
+	})
+	if err != nil {
+		s.storeError(w, err, "no policy with that id")
+		return
+	}
+	s.cache.PutPolicy(p)
+	writeJSON(w, http.StatusOK, policyJSON(p))
+}
+
+// adminAccountPolicies serves GET /admin/v1/accounts/{id}/policies: the account's policies,
+// oldest first; 404 for an unknown account.
+func (s *Server) adminAccountPolicies(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	if _, err := s.accts.Account(ctx, id); err != nil {
+		s.storeError(w, err, "no account with that id")
+		return
+	}
+	ps, err := s.accts.AccountPolicies(ctx, id)
+	if err != nil {
+		s.storeError(w, err, "")
+		return
+	}
+	out := make([]map[string]any, len(ps))
+	for i := range ps {
+		out[i] = policyJSON(&ps[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": out})
 }
 
 // checkOrder checks a saved order: every entry names a catalog deployment or provider, or a
@@ -201,6 +310,27 @@ func (s *Server) adminCreateConnection(w http.ResponseWriter, r *http.Request) {
 	s.cache.PutConnection(c)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, connectionJSON(c))
+}
+
+// adminRevokeConnection serves DELETE /admin/v1/keys/{id}/connections/{conn}: it revokes the
+// key's connection (R-KEY-5) in the store, then drops it from this process's cache and closes
+// its idle upstream connections, before the 204: the key's next request is planned without it
+// (under funding byok with no other connection serving the model, it is refused naming
+// settings.policy). Other replicas stop using it at their next reload. A policy whose order
+// names it keeps working: the entry matches nothing. 404 when the key has no such active
+// connection (unknown key or connection, another key's, or revoked already).
+func (s *Server) adminRevokeConnection(w http.ResponseWriter, r *http.Request) {
+	keyID, connID := r.PathValue("id"), r.PathValue("conn")
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	now := time.Now().UTC()
+	if err := s.accts.RevokeConnection(ctx, keyID, connID, now); err != nil {
+		s.storeError(w, err, "that key has no active connection with that id")
+		return
+	}
+	s.cache.PutConnection(&accounts.Connection{ID: connID, KeyID: keyID, RevokedAt: now})
+	s.dropBYOK(connID)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // checkConnection validates a connection body and fills its default models; it returns the

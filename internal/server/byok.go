@@ -12,8 +12,8 @@ import (
 // byokSet holds the deployments of callers' own provider connections (BYOK, R-KEY-5): per
 // connection one catalog.Deployment "byok:<id>" (Deployment.BYOK set), its routes by catalog
 // model id, and an upstream client registered with the relay. Each is built on the first
-// request that routes to it and kept: a stored connection never changes. The request path
-// reads it without locks.
+// request that routes to it and kept (a stored connection never changes) until the connection
+// is revoked through this process (dropBYOK). The request path reads it without locks.
 type byokSet struct {
 	mu   sync.Mutex // serializes building
 	deps sync.Map   // connection id -> *byokDeployment
@@ -88,6 +88,17 @@ func byokModels(cat *catalog.Catalog, d catalog.Dialect) []string {
 		}
 	}
 	return ids
+}
+
+// dropBYOK forgets the deployment of the connection with id connID, revoked, and closes its
+// client's idle upstream connections. The cache no longer returns the connection, so no plan
+// routes to it again; an attempt already dispatched to it finishes (its connection closes
+// when the transport's idle timeout passes). The relay keeps the client registered under the
+// deployment name, unused.
+func (s *Server) dropBYOK(connID string) {
+	if v, ok := s.byok.deps.LoadAndDelete(connID); ok {
+		v.(*byokDeployment).client.Close()
+	}
 }
 
 // closeBYOK releases the connections' upstream connection pools.

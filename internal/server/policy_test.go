@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -13,6 +16,7 @@ import (
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
@@ -64,6 +68,8 @@ type byokFixture struct {
 	own           *fakeprovider.Provider
 	ownURL        string
 	conn, connDep string
+	// ownClosed counts the TCP connections to the own provider that were closed.
+	ownClosed atomic.Int32
 }
 
 func startBYOK(t *testing.T, billing string) *byokFixture {
@@ -71,7 +77,13 @@ func startBYOK(t *testing.T, billing string) *byokFixture {
 	f := &byokFixture{g: startGateway(t, policyCatalog, oa("oa-primary"), oa("oa-backup"), an("an-primary"))}
 	f.own = fakeprovider.New("customer-openai", catalog.OpenAI)
 	f.own.RequireKey(ownKey)
-	ts := httptest.NewServer(f.own)
+	ts := httptest.NewUnstartedServer(f.own)
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			f.ownClosed.Add(1)
+		}
+	}
+	ts.Start()
 	t.Cleanup(ts.Close)
 	f.ownURL = ts.URL + "/v1"
 	f.acct = mustAdmin(t, f.g, 201, "POST", "/admin/v1/accounts", `{"name":"Acme","settings":{"billing":"`+billing+`"}}`).Get("id").String()
@@ -354,5 +366,247 @@ func TestPolicyAdminValidation(t *testing.T) {
 	if resp, b := adminDo(t, f.g, "POST", "/admin/v1/keys/"+f.keyID+"/connections",
 		`{"provider":"x","dialect":"openai","base_url":"https://x.example/v1","api_key":"k"}`); resp.StatusCode != 404 {
 		t.Errorf("connection of a revoked key: %d %s", resp.StatusCode, b)
+	}
+}
+
+// deployments lists the deployments of a plan's candidates, in order.
+func deployments(plan gjson.Result) string { return plan.Get("candidates.#.deployment").Raw }
+
+const planBody = `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}]}`
+
+// R-KEY-5: DELETE /admin/v1/keys/{id}/connections/{conn} stops the connection at once in this
+// process: the key's next request goes to the house; a policy whose saved order names it still
+// works (the entry matches nothing, the rest of the order applies); under funding byok the
+// key is refused naming settings.policy; the connection's idle upstream connections are closed;
+// a reload does not bring it back. 404 for a connection revoked already, another key's, or
+// unknown ids; another key's connection stays in use.
+func TestBYOKRevokeConnection(t *testing.T) {
+	t.Parallel()
+	f := startBYOK(t, "unmetered")
+	pol := f.policy(t, `"order":["`+f.connDep+`","oa-backup"],"funding":"byok_with_house_fallback"`)
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != f.connDep {
+		t.Fatalf("before the revocation: %d %s", resp.StatusCode, b)
+	}
+	// A second key of the account with its own connection to the same provider.
+	k2 := mustAdmin(t, f.g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+f.acct+`","name":"two"}`)
+	key2, secret2 := k2.Get("id").String(), k2.Get("secret").String()
+	conn2 := mustAdmin(t, f.g, 201, "POST", "/admin/v1/keys/"+key2+"/connections",
+		`{"provider":"openai","dialect":"openai","base_url":"`+f.ownURL+`","api_key":"`+ownKey+`"}`).Get("id").String()
+	if n := f.ownClosed.Load(); n != 0 {
+		t.Fatalf("%d connections to the own provider closed before the revocation", n)
+	}
+
+	for _, tc := range []struct{ name, path string }{
+		{"another key's connection", "/admin/v1/keys/" + f.keyID + "/connections/" + conn2},
+		{"unknown connection", "/admin/v1/keys/" + f.keyID + "/connections/conn_nope"},
+		{"unknown key", "/admin/v1/keys/key_nope/connections/" + f.conn},
+	} {
+		if resp, b := adminDo(t, f.g, "DELETE", tc.path, ""); resp.StatusCode != 404 {
+			t.Errorf("%s: %d %s, want 404", tc.name, resp.StatusCode, b)
+		}
+	}
+	mustAdmin(t, f.g, 204, "DELETE", "/admin/v1/keys/"+f.keyID+"/connections/"+f.conn, "")
+	if resp, b := adminDo(t, f.g, "DELETE", "/admin/v1/keys/"+f.keyID+"/connections/"+f.conn, ""); resp.StatusCode != 404 {
+		t.Errorf("revoking twice: %d %s, want 404", resp.StatusCode, b)
+	}
+
+	// The next request: the policy's order still applies without the connection.
+	hits := f.own.Hits()
+	plan := routeAs(t, f.g, f.secret, planBody)
+	if plan.Get("policy").String() != pol || deployments(plan) != `["oa-backup","oa-primary"]` || strings.Contains(plan.Raw, f.connDep) {
+		t.Errorf("plan after the revocation %s", plan.Raw)
+	}
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != "oa-backup" || f.own.Hits() != hits {
+		t.Errorf("after the revocation: %d %s deployment %s, own hits %d -> %d", resp.StatusCode, b,
+			resp.Header.Get("X-Switchyard-Deployment"), hits, f.own.Hits())
+	}
+	if list := mustAdmin(t, f.g, 200, "GET", "/admin/v1/keys/"+f.keyID+"/connections", ""); list.Get("data").Raw != "[]" {
+		t.Errorf("connections after the revocation %s", list.Raw)
+	}
+	// Its idle upstream connection was closed.
+	for deadline := time.Now().Add(10 * time.Second); f.ownClosed.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the revoked connection's idle upstream connection was not closed")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the server's view of the close, with a deadline
+	}
+
+	// Under funding byok the key has nothing left: refused naming settings.policy, no house call.
+	mustAdmin(t, f.g, 200, "PATCH", "/admin/v1/policies/"+pol, `{"funding":"byok"}`)
+	house := f.g.Fakes["oa-primary"].Hits() + f.g.Fakes["oa-backup"].Hits()
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 400 || gjson.GetBytes(b, "error.param").String() != "settings.policy" {
+		t.Errorf("funding byok without a connection: %d %s", resp.StatusCode, b)
+	}
+	if n := f.g.Fakes["oa-primary"].Hits() + f.g.Fakes["oa-backup"].Hits(); n != house {
+		t.Errorf("house deployments called under funding byok: %d -> %d", house, n)
+	}
+
+	// A reload from the store does not bring it back; the other key's connection still serves.
+	if err := f.g.Srv.ReloadKeys(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 400 {
+		t.Errorf("after a reload: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := chat(t, f.g, secret2); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != "byok:"+conn2 {
+		t.Errorf("the other key's connection: %d %s deployment %s", resp.StatusCode, b, resp.Header.Get("X-Switchyard-Deployment"))
+	}
+}
+
+// Another replica's view: a connection revoked and a policy changed in the store (by another
+// process) take effect here at the next reload (ReloadKeys, as Run does every
+// store.reload_interval), not before.
+func TestBYOKChangesFromAnotherReplica(t *testing.T) {
+	t.Parallel()
+	f := startBYOK(t, "unmetered")
+	pol := f.policy(t, `"order":["oa-backup"],"funding":"byok_with_house_fallback"`)
+	ctx := context.Background()
+	if plan := routeAs(t, f.g, f.secret, planBody); deployments(plan) != `["`+f.connDep+`","oa-backup","oa-primary"]` {
+		t.Fatalf("plan %s", plan.Raw)
+	}
+	if err := f.g.Store.RevokeConnection(ctx, f.keyID, f.conn, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.g.Store.UpdatePolicy(ctx, pol, func(p *accounts.Policy) error {
+		p.Order, p.Funding = []string{"oa-primary"}, accounts.FundingHouse
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := routeAs(t, f.g, f.secret, planBody); deployments(plan) != `["`+f.connDep+`","oa-backup","oa-primary"]` {
+		t.Errorf("before the reload, this process still plans by what it loaded: %s", plan.Raw)
+	}
+	if err := f.g.Srv.ReloadKeys(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plan := routeAs(t, f.g, f.secret, planBody)
+	if deployments(plan) != `["oa-primary","oa-backup"]` || plan.Get("funding").String() != "house" {
+		t.Errorf("after the reload: %s", plan.Raw)
+	}
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != "oa-primary" || f.own.Hits() != 0 {
+		t.Errorf("after the reload: %d %s deployment %s, own hits %d", resp.StatusCode, b, resp.Header.Get("X-Switchyard-Deployment"), f.own.Hits())
+	}
+}
+
+// R-POLICY, R-ORDER-7: PATCH /admin/v1/policies/{id} changes the order, funding, attempt limit
+// and name of a policy in use; the plan and the next request follow the new policy; absent
+// members are kept; GET /admin/v1/accounts/{id}/policies lists the account's policies oldest
+// first.
+func TestPatchPolicy(t *testing.T) {
+	t.Parallel()
+	f := startBYOK(t, "unmetered")
+	pol := f.policy(t, `"order":["oa-backup","oa-primary"],"funding":"house"`)
+	if plan := routeAs(t, f.g, f.secret, planBody); deployments(plan) != `["oa-backup","oa-primary"]` {
+		t.Fatalf("plan %s", plan.Raw)
+	}
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != "oa-backup" {
+		t.Fatalf("call %d %s", resp.StatusCode, b)
+	}
+
+	for _, step := range []struct {
+		name, patch, wantPolicy, wantPlan, wantDep string
+		wantLimit                                  int64
+	}{
+		{"order and funding", `{"order":["oa-primary","` + f.connDep + `"],"funding":"byok_with_house_fallback","attempt_limit":2}`,
+			`{"name":"p","order":["oa-primary","` + f.connDep + `"],"funding":"byok_with_house_fallback","attempt_limit":2}`,
+			`["` + f.connDep + `","oa-primary","oa-backup"]`, f.connDep, 2},
+		{"funding only", `{"funding":"house"}`,
+			`{"name":"p","order":["oa-primary","` + f.connDep + `"],"funding":"house","attempt_limit":2}`,
+			`["oa-primary","oa-backup"]`, "oa-primary", 2},
+		{"order emptied, name, limit", `{"order":[],"name":"renamed","attempt_limit":0}`,
+			`{"name":"renamed","order":[],"funding":"house","attempt_limit":0}`,
+			`["oa-primary","oa-backup"]`, "oa-primary", 0},
+		{"byok only", `{"funding":"byok","order":null}`,
+			`{"name":"renamed","order":[],"funding":"byok","attempt_limit":0}`,
+			`["` + f.connDep + `"]`, f.connDep, 0},
+	} {
+		got := mustAdmin(t, f.g, 200, "PATCH", "/admin/v1/policies/"+pol, step.patch)
+		members := gjson.Parse(step.wantPolicy)
+		members.ForEach(func(k, v gjson.Result) bool {
+			if got.Get(k.String()).Raw != v.Raw {
+				t.Errorf("%s: answer %s = %s, want %s", step.name, k, got.Get(k.String()).Raw, v.Raw)
+			}
+			return true
+		})
+		if got.Get("id").String() != pol || got.Get("account_id").String() != f.acct {
+			t.Errorf("%s: answer %s", step.name, got.Raw)
+		}
+		if stored := mustAdmin(t, f.g, 200, "GET", "/admin/v1/policies/"+pol, ""); stored.Raw != got.Raw {
+			t.Errorf("%s: GET %s, PATCH answered %s", step.name, stored.Raw, got.Raw)
+		}
+		plan := routeAs(t, f.g, f.secret, planBody)
+		if deployments(plan) != step.wantPlan || plan.Get("funding").String() != members.Get("funding").String() ||
+			plan.Get("attempt_limit").Int() != step.wantLimit {
+			t.Errorf("%s: plan %s, want candidates %s", step.name, plan.Raw, step.wantPlan)
+		}
+		if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != step.wantDep {
+			t.Errorf("%s: call %d %s deployment %s, want %s", step.name, resp.StatusCode, b, resp.Header.Get("X-Switchyard-Deployment"), step.wantDep)
+		}
+	}
+
+	second := mustAdmin(t, f.g, 201, "POST", "/admin/v1/policies", `{"account_id":"`+f.acct+`","name":"second"}`).Get("id").String()
+	other := mustAdmin(t, f.g, 201, "POST", "/admin/v1/accounts", `{"name":"Other"}`).Get("id").String()
+	mustAdmin(t, f.g, 201, "POST", "/admin/v1/policies", `{"account_id":"`+other+`","name":"theirs"}`)
+	list := mustAdmin(t, f.g, 200, "GET", "/admin/v1/accounts/"+f.acct+"/policies", "")
+	if list.Get("data.#.id").Raw != `["`+pol+`","`+second+`"]` || list.Get("data.0.name").String() != "renamed" {
+		t.Errorf("account policies %s", list.Raw)
+	}
+	if list := mustAdmin(t, f.g, 200, "GET", "/admin/v1/accounts/"+other+"/policies", ""); len(list.Get("data").Array()) != 1 {
+		t.Errorf("other account's policies %s", list.Raw)
+	}
+}
+
+// PATCH /admin/v1/policies/{id} is checked as POST is: 400 naming the field, nothing changed;
+// unknown ids are 404. A policy whose order names a connection revoked since can still be
+// renamed (a kept order is not checked again), but an order naming it is refused.
+func TestPatchPolicyValidation(t *testing.T) {
+	t.Parallel()
+	f := startBYOK(t, "unmetered")
+	pol := f.policy(t, `"order":["`+f.connDep+`","oa-backup"],"funding":"byok_with_house_fallback","attempt_limit":2`)
+	other := mustAdmin(t, f.g, 201, "POST", "/admin/v1/accounts", `{"name":"Other"}`).Get("id").String()
+	otherKey := mustAdmin(t, f.g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+other+`","name":"k"}`).Get("id").String()
+	otherConn := mustAdmin(t, f.g, 201, "POST", "/admin/v1/keys/"+otherKey+"/connections",
+		`{"provider":"x","dialect":"openai","base_url":"https://x.example/v1","api_key":"k"}`).Get("deployment").String()
+	before := mustAdmin(t, f.g, 200, "GET", "/admin/v1/policies/"+pol, "").Raw
+	path := "/admin/v1/policies/" + pol
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		param            string
+	}{
+		{"bad funding", path, `{"funding":"free"}`, 400, "funding"},
+		{"negative attempt limit", path, `{"attempt_limit":-1}`, 400, "attempt_limit"},
+		{"attempt limit of the wrong type", path, `{"attempt_limit":"2"}`, 400, "attempt_limit"},
+		{"empty name", path, `{"name":"  "}`, 400, "name"},
+		{"unknown deployment", path, `{"order":["oa-primary","nope"]}`, 400, "order[1]"},
+		{"repeated entry", path, `{"order":["oa-primary","oa-primary"]}`, 400, "order[1]"},
+		{"another account's connection", path, `{"order":["` + otherConn + `"]}`, 400, "order[0]"},
+		{"order too long", path, `{"order":[` + strings.Repeat(`"oa-primary",`, 64) + `"oa-backup"]}`, 400, "order"},
+		{"account_id cannot change", path, `{"account_id":"` + other + `"}`, 400, "account_id"},
+		{"unknown member", path, `{"strategy":"price"}`, 400, "strategy"},
+		{"not an object", path, `["funding"]`, 400, ""},
+		{"unknown policy", "/admin/v1/policies/pol_nope", `{"name":"x"}`, 404, ""},
+		{"unknown account's policies", "/admin/v1/accounts/acct_nope/policies", "", 404, ""},
+	} {
+		method := "PATCH"
+		if tc.body == "" {
+			method = "GET"
+		}
+		resp, b := adminDo(t, f.g, method, tc.path, tc.body)
+		if resp.StatusCode != tc.status || (tc.param != "" && gjson.GetBytes(b, "error.param").String() != tc.param) {
+			t.Errorf("%s: %d %s; want %d param %q", tc.name, resp.StatusCode, b, tc.status, tc.param)
+		}
+	}
+	if after := mustAdmin(t, f.g, 200, "GET", "/admin/v1/policies/"+pol, "").Raw; after != before {
+		t.Errorf("refused patches changed the policy: %s, was %s", after, before)
+	}
+
+	mustAdmin(t, f.g, 204, "DELETE", "/admin/v1/keys/"+f.keyID+"/connections/"+f.conn, "")
+	if got := mustAdmin(t, f.g, 200, "PATCH", path, `{"name":"kept order"}`); got.Get("order").Raw != `["`+f.connDep+`","oa-backup"]` {
+		t.Errorf("rename with a kept order naming a revoked connection: %s", got.Raw)
+	}
+	if resp, b := adminDo(t, f.g, "PATCH", path, `{"order":["`+f.connDep+`"]}`); resp.StatusCode != 400 ||
+		gjson.GetBytes(b, "error.param").String() != "order[0]" {
+		t.Errorf("an order naming a revoked connection: %d %s", resp.StatusCode, b)
 	}
 }

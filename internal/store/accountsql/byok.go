@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 )
@@ -90,6 +91,52 @@ func (s *Store) Policies(ctx context.Context) ([]accounts.Policy, error) {
 	return list(ctx, s.db, `SELECT `+policyCols+` FROM policies`, "reading policies", scanPolicy)
 }
 
+// AccountPolicies implements accounts.PolicyStore, through the index policies_account.
+func (s *Store) AccountPolicies(ctx context.Context, accountID string) ([]accounts.Policy, error) {
+	ps, err := list(ctx, s.db, s.q(`SELECT `+policyCols+` FROM policies WHERE account_id = ? ORDER BY created_at, id`),
+		"reading policies", scanPolicy, accountID)
+	if ps == nil && err == nil {
+		ps = []accounts.Policy{}
+	}
+	return ps, err
+}
+
+// UpdatePolicy implements accounts.PolicyStore.
+func (s *Store) UpdatePolicy(ctx context.Context, id string, f func(*accounts.Policy) error) (*accounts.Policy, error) {
+	var out *accounts.Policy
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		p, err := one(tx.QueryRowContext(ctx, s.q(`SELECT `+policyCols+` FROM policies WHERE id = ?`+s.forUpdate), id), scanPolicy)
+		if err != nil {
+			return err
+		}
+		kept := *p
+		if err := f(p); err != nil {
+			return err
+		}
+		p.ID, p.AccountID, p.CreatedAt = kept.ID, kept.AccountID, kept.CreatedAt
+		if p.Funding, err = accounts.ParseFunding(string(p.Funding)); err != nil {
+			return err
+		}
+		if p.Order == nil {
+			p.Order = []string{}
+		}
+		order, err := jsonList(p.Order)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE policies SET name = ?, "order" = ?, funding = ?, attempt_limit = ? WHERE id = ?`),
+			p.Name, order, string(p.Funding), p.AttemptLimit, id); err != nil {
+			return err
+		}
+		out = p
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("updating policy", err)
+	}
+	return out, nil
+}
+
 // CreateConnection implements accounts.PolicyStore. The API key is stored as given (in the
 // clear in this version).
 func (s *Store) CreateConnection(ctx context.Context, c *accounts.Connection) error {
@@ -111,13 +158,31 @@ func (s *Store) CreateConnection(ctx context.Context, c *accounts.Connection) er
 	}))
 }
 
+// RevokeConnection implements accounts.PolicyStore: one UPDATE of the connection's row while it
+// is the key's and active.
+func (s *Store) RevokeConnection(ctx context.Context, keyID, connID string, at time.Time) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE connections SET revoked_at = ? WHERE id = ? AND key_id = ? AND revoked_at IS NULL`),
+		createdAt(at), connID, keyID)
+	if err != nil {
+		return wrap("revoking connection", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap("revoking connection", err)
+	}
+	if n == 0 {
+		return wrap("revoking connection", fmt.Errorf("no active connection %q of key %q: %w", connID, keyID, accounts.ErrNotFound))
+	}
+	return nil
+}
+
 // ActiveConnections implements accounts.PolicyStore.
 func (s *Store) ActiveConnections(ctx context.Context) ([]accounts.Connection, error) {
 	return list(ctx, s.db, `SELECT `+connectionCols+` FROM connections WHERE revoked_at IS NULL`, "reading connections", scanConnection)
 }
 
-func list[T any](ctx context.Context, db *sql.DB, query, what string, scan func(scanner) (*T, error)) ([]T, error) {
-	rows, err := db.QueryContext(ctx, query)
+func list[T any](ctx context.Context, db *sql.DB, query, what string, scan func(scanner) (*T, error), args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap(what, err)
 	}

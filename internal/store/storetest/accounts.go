@@ -34,8 +34,12 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"Ledger", testLedger},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"ConcurrentSettles", testConcurrentSettles},
+		{"LedgerReserveRelease", testLedgerReserveRelease},
+		{"LedgerLargeBatch", testLedgerLargeBatch},
 		{"Policies", testPolicies},
 		{"Connections", testConnections},
+		{"PolicyUpdate", testPolicyUpdate},
+		{"ConnectionRevoke", testConnectionRevoke},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
@@ -383,5 +387,120 @@ func testConcurrentSettles(t *testing.T, st accounts.Store) {
 	must(t, err)
 	if want := int64(writers * batches * (10 - 7)); a.BalanceMicroUSD != want {
 		t.Errorf("balance = %d, want %d", a.BalanceMicroUSD, want)
+	}
+}
+
+// testLedgerReserveRelease: reserve and release entries (R-BILL-1) are stored as written and
+// change no balance, whether a request settles, releases, or is still in flight (a reserve
+// alone); a retried batch (its commit lost) bills its settle once and leaves the balance
+// exactly where one write left it, while its reserve and release entries may be stored again
+// (the documented at-least-once of the informational kinds); a reserve reads back older than
+// the settle or release that ends it.
+func testLedgerReserveRelease(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 10_000})
+	must(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	entry := func(kind accounts.Kind, req string, micro int64, after time.Duration) accounts.LedgerEntry {
+		e := accounts.LedgerEntry{At: at.Add(after), AccountID: "a1", KeyID: "k1", RequestID: req, Model: "gpt-4o-mini",
+			Kind: kind, AmountMicroUSD: micro}
+		if kind == accounts.KindSettle {
+			e.Deployment, e.Tokens = "oa-primary", accounts.Tokens{Input: 7, Output: 3}
+		}
+		return e
+	}
+	batch := []accounts.LedgerEntry{
+		entry(accounts.KindReserve, "served", 900, 0),
+		entry(accounts.KindReserve, "failed", 800, 1),
+		entry(accounts.KindSettle, "served", 307, 2),
+		entry(accounts.KindRelease, "failed", 800, 3),
+		entry(accounts.KindReserve, "in-flight", 700, 4),
+	}
+	balance := func() int64 {
+		t.Helper()
+		a, err := st.Account(bg, "a1")
+		must(t, err)
+		return a.BalanceMicroUSD
+	}
+	must(t, st.AppendLedger(bg, batch))
+	if got, want := balance(), int64(10_000-307); got != want {
+		t.Errorf("balance after reserve, settle, release = %d, want %d (only the settle changes it)", got, want)
+	}
+	es, err := st.Ledger(bg, "a1", 0)
+	must(t, err)
+	if len(es) != len(batch)+1 {
+		t.Fatalf("ledger has %d entries, want %d: %+v", len(es), len(batch)+1, es)
+	}
+	for i := range batch { // newest first: es[0] is batch[4], es[4] batch[0]
+		want := batch[i]
+		got := es[len(batch)-1-i]
+		want.ID = got.ID
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("entry %d\n got %+v\nwant %+v", i, got, want)
+		}
+	}
+
+	must(t, st.AppendLedger(bg, batch)) // the same batch again: a retry after a lost commit
+	if got, want := balance(), int64(10_000-307); got != want {
+		t.Errorf("balance after a retried batch = %d, want %d", got, want)
+	}
+	es, err = st.Ledger(bg, "a1", 0)
+	must(t, err)
+	count := map[string]int{}
+	for _, e := range es {
+		count[string(e.Kind)+" "+e.RequestID]++
+	}
+	if count["settle served"] != 1 {
+		t.Errorf("a retried batch stored %d settles of one request, want 1", count["settle served"])
+	}
+	for _, k := range []string{"reserve served", "reserve failed", "release failed", "reserve in-flight"} {
+		if n := count[k]; n < 1 || n > 2 {
+			t.Errorf("%s stored %d times after two writes of one batch, want 1 or 2", k, n)
+		}
+	}
+	if a2, err := st.Account(bg, "a2"); err != nil || a2.BalanceMicroUSD != 0 {
+		t.Errorf("another account changed: %+v, %v", a2, err)
+	}
+}
+
+// testLedgerLargeBatch: a batch far larger than one statement's worth of rows is still one
+// transaction that bills each settle once, across accounts, a settle repeated in a later part of
+// the batch included, and keeps the order of writing.
+func testLedgerLargeBatch(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	const n = 1500
+	var batch []accounts.LedgerEntry
+	var want1, want2 int64
+	for i := range n {
+		acct := "a1"
+		if i%3 == 0 {
+			acct = "a2"
+		}
+		e := settle(acct, fmt.Sprintf("r%d", i), int64(i%7))
+		if i%2 == 1 {
+			e.Kind = accounts.KindReserve
+		} else if acct == "a1" {
+			want1 += e.AmountMicroUSD
+		} else {
+			want2 += e.AmountMicroUSD
+		}
+		batch = append(batch, e)
+	}
+	batch = append(batch, settle("a1", "r2", 1000), settle("a2", "r1200", 99)) // settled above: skipped
+	must(t, st.AppendLedger(bg, batch))
+	for acct, want := range map[string]int64{"a1": -want1, "a2": -want2} {
+		a, err := st.Account(bg, acct)
+		must(t, err)
+		if a.BalanceMicroUSD != want {
+			t.Errorf("%s balance = %d, want %d", acct, a.BalanceMicroUSD, want)
+		}
+	}
+	es, err := st.Ledger(bg, "a1", 0)
+	must(t, err)
+	if len(es) != n-n/3 {
+		t.Fatalf("a1 has %d entries, want %d", len(es), n-n/3)
+	}
+	if es[0].RequestID != "r1499" || es[len(es)-1].RequestID != "r1" {
+		t.Errorf("a1 newest %s, oldest %s; want r1499, r1", es[0].RequestID, es[len(es)-1].RequestID)
 	}
 }

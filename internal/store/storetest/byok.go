@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,5 +82,130 @@ func testConnections(t *testing.T, st accounts.Store) {
 	}
 	if err := st.CreateConnection(bg, &accounts.Connection{ID: "c9", KeyID: "nope", Provider: "p", Dialect: "openai", BaseURL: "u", APIKey: "k"}); !errors.Is(err, accounts.ErrNotFound) {
 		t.Errorf("unknown key: %v, want ErrNotFound", err)
+	}
+}
+
+// testPolicyUpdate (R-POLICY, R-ORDER-7): UpdatePolicy writes back name, order, funding and
+// attempt limit in place and keeps id, account and creation time; f's error writes nothing;
+// a bad funding is refused and writes nothing; "" funding is house; nil order reads back as [];
+// unknown id ErrNotFound; concurrent updates serialise (none lost). AccountPolicies lists an
+// account's policies oldest first, [] for an account without any or unknown.
+func testPolicyUpdate(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	at := time.Date(2026, 3, 2, 0, 0, 0, 9, time.UTC)
+	p := &accounts.Policy{ID: "p1", AccountID: "a1", Name: "first", Order: []string{"dep-a"}, Funding: accounts.FundingHouse, CreatedAt: at}
+	must(t, st.CreatePolicy(bg, p))
+	got, err := st.UpdatePolicy(bg, "p1", func(p *accounts.Policy) error {
+		p.Name, p.Order, p.Funding, p.AttemptLimit = "second", []string{"byok:c1", "dep-b"}, accounts.FundingBYOK, 3
+		p.ID, p.AccountID, p.CreatedAt = "other", "a2", time.Unix(1, 0) // not written
+		return nil
+	})
+	must(t, err)
+	want := &accounts.Policy{ID: "p1", AccountID: "a1", Name: "second", Order: []string{"byok:c1", "dep-b"},
+		Funding: accounts.FundingBYOK, AttemptLimit: 3, CreatedAt: at}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("UpdatePolicy = %+v, want %+v", got, want)
+	}
+	if stored, err := st.Policy(bg, "p1"); err != nil || !reflect.DeepEqual(stored, want) {
+		t.Errorf("after update: %+v, %v; want %+v", stored, err, want)
+	}
+	if _, err := st.Policy(bg, "other"); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("the id was changed: Policy(other) = %v", err)
+	}
+
+	boom := errors.New("boom")
+	if _, err := st.UpdatePolicy(bg, "p1", func(p *accounts.Policy) error { p.Name = "lost"; return boom }); !errors.Is(err, boom) {
+		t.Errorf("f's error: %v, want boom", err)
+	}
+	if _, err := st.UpdatePolicy(bg, "p1", func(p *accounts.Policy) error { p.Name, p.Funding = "lost", "free"; return nil }); err == nil {
+		t.Error("funding free accepted")
+	}
+	if stored, _ := st.Policy(bg, "p1"); !reflect.DeepEqual(stored, want) {
+		t.Errorf("after refused updates: %+v, want %+v", stored, want)
+	}
+	got, err = st.UpdatePolicy(bg, "p1", func(p *accounts.Policy) error { p.Order, p.Funding = nil, ""; return nil })
+	must(t, err)
+	if stored, _ := st.Policy(bg, "p1"); got.Funding != accounts.FundingHouse || stored.Funding != accounts.FundingHouse ||
+		stored.Order == nil || len(stored.Order) != 0 || got.Order == nil {
+		t.Errorf("nil order and \"\" funding: returned %+v, stored %+v", got, stored)
+	}
+	if _, err := st.UpdatePolicy(bg, "nope", func(*accounts.Policy) error { return nil }); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("UpdatePolicy(nope): %v, want ErrNotFound", err)
+	}
+
+	const n = 8
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := st.UpdatePolicy(bg, "p1", func(p *accounts.Policy) error {
+				p.Order = append(p.Order, fmt.Sprintf("dep-%d", i))
+				return nil
+			})
+			errc <- err
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		must(t, err)
+	}
+	if stored, _ := st.Policy(bg, "p1"); len(stored.Order) != n {
+		t.Errorf("after %d concurrent appends: order %v", n, stored.Order)
+	}
+
+	must(t, st.CreatePolicy(bg, &accounts.Policy{ID: "p0", AccountID: "a1", CreatedAt: at.Add(-time.Hour)}))
+	must(t, st.CreatePolicy(bg, &accounts.Policy{ID: "p2", AccountID: "a1", CreatedAt: at.Add(time.Hour)}))
+	must(t, st.CreatePolicy(bg, &accounts.Policy{ID: "q1", AccountID: "a2", CreatedAt: at}))
+	mine, err := st.AccountPolicies(bg, "a1")
+	must(t, err)
+	var ids []string
+	for _, p := range mine {
+		ids = append(ids, p.ID)
+	}
+	if !reflect.DeepEqual(ids, []string{"p0", "p1", "p2"}) {
+		t.Errorf("AccountPolicies(a1) = %v, want [p0 p1 p2]", ids)
+	}
+	if ps, err := st.AccountPolicies(bg, "nope"); err != nil || ps == nil || len(ps) != 0 {
+		t.Errorf("AccountPolicies(nope) = %#v, %v; want []", ps, err)
+	}
+}
+
+// testConnectionRevoke (R-KEY-5): RevokeConnection takes the connection out of
+// ActiveConnections; revoking it again, through another key, or an unknown id is ErrNotFound
+// and changes nothing.
+func testConnectionRevoke(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	_, prefix, hash := accounts.NewSecret()
+	must(t, st.CreateKey(bg, &accounts.Key{ID: "k2", AccountID: "a2", Name: "other", Prefix: prefix, SecretHash: hash}))
+	for _, c := range []*accounts.Connection{
+		{ID: "c1", KeyID: "k1", Provider: "openai", Dialect: "openai", BaseURL: "https://a.example/v1", APIKey: "k"},
+		{ID: "c2", KeyID: "k1", Provider: "x", Dialect: "anthropic", BaseURL: "https://b.example", APIKey: "k"},
+		{ID: "c3", KeyID: "k2", Provider: "y", Dialect: "openai", BaseURL: "https://c.example/v1", APIKey: "k"},
+	} {
+		must(t, st.CreateConnection(bg, c))
+	}
+	at := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	must(t, st.RevokeConnection(bg, "k1", "c1", at))
+	for _, tc := range []struct{ key, conn, why string }{
+		{"k1", "c1", "revoked already"},
+		{"k1", "c3", "another key's connection"},
+		{"k2", "c2", "another key's connection"},
+		{"k1", "nope", "unknown connection"},
+		{"nope", "c2", "unknown key"},
+	} {
+		if err := st.RevokeConnection(bg, tc.key, tc.conn, at); !errors.Is(err, accounts.ErrNotFound) {
+			t.Errorf("RevokeConnection(%s, %s) (%s): %v, want ErrNotFound", tc.key, tc.conn, tc.why, err)
+		}
+	}
+	active, err := st.ActiveConnections(bg)
+	must(t, err)
+	var ids []string
+	for _, c := range active {
+		ids = append(ids, c.ID)
+	}
+	slices.Sort(ids)
+	if !reflect.DeepEqual(ids, []string{"c2", "c3"}) {
+		t.Errorf("ActiveConnections after revoking c1 = %v, want [c2 c3]", ids)
 	}
 }
