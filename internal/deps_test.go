@@ -43,6 +43,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "accounts", forbidden: []string{"net/http", module + "store/sqlite", module + "store/postgres", module + "server"}},
 		{pkg: "audit", forbidden: []string{module + "store/sqlite", "net/http"}},
 		{pkg: "layers", forbidden: []string{"net/http"}},
+		{pkg: "secret", forbidden: []string{"net/http"}, ours: []string{"secret"}},
 		{pkg: "stats", forbidden: []string{"net/http", module + "relay", module + "server"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {

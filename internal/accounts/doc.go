@@ -15,9 +15,10 @@
 //     API instead; see [Writer] for what a crash can lose);
 //   - routing policies ([Policy], [Funding], R-POLICY, R-ORDER-7) and BYOK connections
 //     ([Connection], R-KEY-5; deployment name "byok:<id>"), stored through [PolicyStore] and
-//     held by the Cache ([Cache.Policy], [Cache.Connections]). A connection's API key is stored
-//     in the clear in this version and is never returned by the admin API nor logged. The
-//     request path does not use them yet (the admin endpoints answer 501).
+//     held by the Cache ([Cache.Policy], [Cache.Connections]). A connection's API key is held
+//     here as stored: sealed (internal/secret) when store.secret_key is set, else in the clear;
+//     the server opens it only to build the connection's upstream client, and it is never
+//     returned by the admin API nor logged.
 //
 // Costs are integers in micro-USD (1e-6 USD) everywhere, never floats. Settings are stored as
 // JSON objects; their layered meaning belongs to the layers package, which the Cache uses to

@@ -177,6 +177,7 @@ func TestValidateRules(t *testing.T) {
 		{"sqlite without path", "store:\n  url: sqlite://\n", 2, `store.url: sqlite:// needs a database path`},
 		{"no scheme", "store:\n  url: switchyard.db\n", 2, `store.url: must be sqlite://PATH`},
 		{"postgres without host", "store:\n  url: postgres:///db\n", 2, `store.url: is not a valid postgres:// URL`},
+		{"short secret key", "store:\n  secret_key: short\n", 2, `store.secret_key: must be at least 16 bytes`},
 		{"redis without host", "admission:\n  url: redis://\n", 2, `admission.url: is not a valid redis:// URL`},
 		{"admission no scheme", "admission:\n  url: memory\n", 2, `admission.url: must be memory:// or redis://`},
 		{"price_blend both zero", "routing:\n  price_blend: {input: 0, output: 0}\n", 2, `routing.price_blend: input and output weights are both 0`},

@@ -48,6 +48,10 @@ type Store struct {
 	// that changes made through another replica's admin API take effect here (default 5s).
 	// Changes made through this process's admin API take effect at once.
 	ReloadInterval Duration `yaml:"reload_interval"`
+	// SecretKey, when set (normally "${SWITCHYARD_SECRET_KEY}", at least 16 bytes), encrypts the
+	// API keys of BYOK connections in the store (AES-256-GCM, internal/secret). Empty stores them
+	// in the clear. Changing it makes connections sealed under the old one unusable.
+	SecretKey string `yaml:"secret_key"`
 }
 
 // Admission selects the admission store: memory:// (default) or redis://...

@@ -20,6 +20,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/layers"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/secret"
 )
 
 // adminMaxBody caps an admin request body.
@@ -38,6 +39,11 @@ func (s *Server) initAccounts(cfg *config.Config, o Options) error {
 		return nil
 	}
 	s.accts = o.Accounts
+	box, err := secret.New(cfg.Store.SecretKey)
+	if err != nil {
+		return err
+	}
+	s.box = box
 	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf})
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,

@@ -302,7 +302,7 @@ func (s *Server) adminCreateConnection(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &accounts.Connection{ID: accounts.NewID("conn"), KeyID: k.ID, Provider: b.Provider, Dialect: b.Dialect,
-		BaseURL: b.BaseURL, APIKey: b.APIKey, Models: b.Models, CreatedAt: time.Now().UTC()}
+		BaseURL: b.BaseURL, APIKey: s.box.Seal(b.APIKey), Models: b.Models, CreatedAt: time.Now().UTC()}
 	if err := s.accts.CreateConnection(ctx, c); err != nil {
 		s.storeError(w, err, "no active key with that id")
 		return

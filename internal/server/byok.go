@@ -38,8 +38,18 @@ func (s *Server) byokDeployment(conn *accounts.Connection) *byokDeployment {
 		return v.(*byokDeployment)
 	}
 	d := &catalog.Deployment{Name: conn.Deployment(), Provider: conn.Provider, Dialect: catalog.Dialect(conn.Dialect),
-		BaseURL: conn.BaseURL, APIKey: conn.APIKey, BYOK: true}
+		BaseURL: conn.BaseURL, BYOK: true}
 	bd := &byokDeployment{dep: d, routes: make(map[string]*catalog.Route, len(conn.Models))}
+	key, err := s.box.Open(conn.APIKey) // sealed in the store when store.secret_key is set
+	if err != nil {
+		// Unusable until the right store.secret_key is configured: it serves no model (logged
+		// once per process; the error names no credential).
+		s.logf("BYOK connection %s of key %s is not used: %v", conn.ID, conn.KeyID, err)
+		bd.client = upstream.New(d, s.deadlines)
+		s.byok.deps.Store(conn.ID, bd)
+		return bd
+	}
+	d.APIKey = key
 	for _, id := range conn.Models {
 		m := s.cat.Model(id)
 		if m == nil {

@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +90,12 @@ func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeS
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
 	g.Admission = admission.NewMemory(g.Clock.Now)
-	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: t.Logf,
+	g.Logs = new(logBuffer)
+	logf := func(format string, args ...any) {
+		t.Logf(format, args...)
+		g.Logs.add(fmt.Sprintf(format, args...))
+	}
+	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: logf,
 		Admission: g.Admission, Accounts: st})
 	if err != nil {
 		cancel()
@@ -121,4 +128,23 @@ func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeS
 		closeStore()
 	})
 	return g
+}
+
+// logBuffer keeps the gateway's log lines for tests that check what is (and is not) logged.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) add(line string) {
+	b.mu.Lock()
+	b.lines = append(b.lines, line)
+	b.mu.Unlock()
+}
+
+// String is every line logged so far, one per line.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
 }

@@ -44,6 +44,8 @@ type gateway struct {
 	Admission *admission.Memory
 	// Store is the gateway's store (audit, accounts, keys, ledger): SQLite in memory.
 	Store *sqlite.DB
+	// Logs are the lines the gateway logged (Options.Logf), also sent to t.Logf.
+	Logs *logBuffer
 }
 
 // fakeSpec names an emulated deployment: {{NAME}} in the YAML becomes its base URL.

@@ -19,6 +19,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/secret"
 )
 
 // policyCatalog: gpt-4o-mini at two house deployments (oa-primary of provider openai, the
@@ -74,7 +75,13 @@ type byokFixture struct {
 
 func startBYOK(t *testing.T, billing string) *byokFixture {
 	t.Helper()
-	f := &byokFixture{g: startGateway(t, policyCatalog, oa("oa-primary"), oa("oa-backup"), an("an-primary"))}
+	return startBYOKCatalog(t, billing, policyCatalog)
+}
+
+// startBYOKCatalog is startBYOK on configuration yaml (policyCatalog's deployments).
+func startBYOKCatalog(t *testing.T, billing, yaml string) *byokFixture {
+	t.Helper()
+	f := &byokFixture{g: startGateway(t, yaml, oa("oa-primary"), oa("oa-backup"), an("an-primary"))}
 	f.own = fakeprovider.New("customer-openai", catalog.OpenAI)
 	f.own.RequireKey(ownKey)
 	ts := httptest.NewUnstartedServer(f.own)
@@ -608,5 +615,51 @@ func TestPatchPolicyValidation(t *testing.T) {
 	if resp, b := adminDo(t, f.g, "PATCH", path, `{"order":["`+f.connDep+`"]}`); resp.StatusCode != 400 ||
 		gjson.GetBytes(b, "error.param").String() != "order[0]" {
 		t.Errorf("an order naming a revoked connection: %d %s", resp.StatusCode, b)
+	}
+}
+
+// store.secret_key: a connection's API key is sealed in the store (never the credential
+// itself), opened only to call the customer's provider, which receives the exact credential; a
+// connection sealed under another secret is not used (the request goes to the house) and its
+// failure names no credential.
+func TestBYOKCredentialSealedAtRest(t *testing.T) {
+	t.Parallel()
+	yaml := strings.Replace(policyCatalog, "admin:\n", "store:\n  secret_key: test-operator-secret-0123456789\nadmin:\n", 1)
+	f := startBYOKCatalog(t, "unmetered", yaml)
+	conns, err := f.g.Store.ActiveConnections(context.Background())
+	if err != nil || len(conns) != 1 {
+		t.Fatalf("stored connections %+v, %v", conns, err)
+	}
+	if stored := conns[0].APIKey; !secret.Sealed(stored) || strings.Contains(stored, ownKey) {
+		t.Fatalf("stored api_key %q: want it sealed", stored)
+	}
+	if resp, b := chat(t, f.g, f.secret); resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != f.connDep {
+		t.Fatalf("call through the sealed connection: %d %s", resp.StatusCode, b)
+	}
+	if reqs := f.own.Requests(); len(reqs) != 1 || reqs[0].Authorization != "Bearer "+ownKey {
+		t.Fatalf("own provider saw %+v", reqs)
+	}
+
+	// Another key of the account with a connection sealed under another secret (as if
+	// store.secret_key changed): not used, logged without the credential.
+	other, _ := secret.New("a different operator secret 987654")
+	k2 := mustAdmin(t, f.g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+f.acct+`","name":"k2"}`)
+	bad := &accounts.Connection{ID: "conn_badkey", KeyID: k2.Get("id").String(), Provider: "openai", Dialect: "openai",
+		BaseURL: f.ownURL, APIKey: other.Seal("sk-other-credential"), Models: []string{"gpt-4o-mini"}, CreatedAt: time.Now().UTC()}
+	if err := f.g.Store.CreateConnection(context.Background(), bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Srv.ReloadKeys(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, b := chat(t, f.g, k2.Get("secret").String())
+	if resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != "oa-primary" || resp.Header.Get("X-Switchyard-Attempts") != "1" {
+		t.Fatalf("key with an unopenable connection: %d %s %v", resp.StatusCode, b, resp.Header)
+	}
+	if got := f.g.Logs.String(); !strings.Contains(got, "conn_badkey") || strings.Contains(got, "sk-other-credential") {
+		t.Fatalf("log %q: want the connection named, never its credential", got)
+	}
+	if len(f.own.Requests()) != 1 {
+		t.Fatalf("the unopenable connection reached its provider")
 	}
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/layers"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/secret"
 	"github.com/switchyard-gw/switchyard/internal/stats"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
 )
@@ -117,6 +118,9 @@ type Server struct {
 	accts  accounts.Store
 	cache  *accounts.Cache
 	ledger *accounts.Writer
+	// box seals BYOK connections' API keys in the store (store.secret_key); nil stores them in
+	// the clear.
+	box *secret.Box
 	// adminHash is the SHA-256 of admin.token; adminOn is false when the token is empty.
 	adminHash [sha256.Size]byte
 	adminOn   bool
