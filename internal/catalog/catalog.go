@@ -68,6 +68,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 			Aliases:             append([]string(nil), mc.Aliases...),
 			ContextWindowTokens: mc.ContextWindow,
 			MaxOutputTokens:     mc.MaxOutputTokens,
+			Reasoning:           mc.Reasoning,
 			Price:               price(mc.Price),
 		}
 		c.Models = append(c.Models, m)

@@ -29,7 +29,10 @@ type Model struct {
 	// 0 means unknown (4096 is then used where a number is needed).
 	MaxOutputTokens int
 	// Price is the model's billing price (R-BILL-3); nil means bill at the serving route's price.
-	Price  *Price
+	Price *Price
+	// Reasoning says the model accepts reasoning parameters (config models[].reasoning): a
+	// translated request keeps its reasoning effort or thinking budget only then.
+	Reasoning bool
 	Routes []*Route
 }
 

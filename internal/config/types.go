@@ -109,6 +109,11 @@ type Model struct {
 	ContextWindow   int      `yaml:"context_window"`    // tokens; 0 = not filtered by context fit
 	MaxOutputTokens int      `yaml:"max_output_tokens"` // tokens; default max_tokens and reserve basis
 	Price           *Price   `yaml:"price"`             // optional billing price (R-BILL-3)
+	// Reasoning says the model accepts reasoning parameters (OpenAI reasoning_effort;
+	// Anthropic thinking and output_config.effort). Default false: a translated request
+	// (R-DIALECT-2) drops them and lists them as dropped parameters instead of sending a
+	// parameter the model refuses. Same-dialect requests pass through unchanged either way.
+	Reasoning bool `yaml:"reasoning"`
 }
 
 // Deployment is one provider endpoint.

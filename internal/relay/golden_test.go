@@ -154,6 +154,9 @@ func runGolden(t *testing.T, dir string, callerD, upD catalog.Dialect, upstreamM
 	body := mustRead(t, filepath.Join(dir, "request.json"))
 	var cfg struct {
 		MaxOutputTokens int64 `json:"max_output_tokens"`
+		// Reasoning is the catalog model's reasoning flag; absent is true (the cases that map
+		// reasoning parameters), false the cases that drop them.
+		Reasoning *bool `json:"reasoning"`
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "case.json")); err == nil {
 		if err := json.Unmarshal(b, &cfg); err != nil {
@@ -172,7 +175,7 @@ func runGolden(t *testing.T, dir string, callerD, upD catalog.Dialect, upstreamM
 	var tr translation
 	tr.reset()
 	req := &Request{ID: goldenRequestID, Surface: callerD, Codec: caller, Body: body, Info: info}
-	out, dropped, err := tr.appendBody(nil, req, up, upstreamModel, cfg.MaxOutputTokens)
+	out, dropped, err := tr.appendBody(nil, req, up, upstreamModel, cfg.MaxOutputTokens, cfg.Reasoning == nil || *cfg.Reasoning)
 	if err != nil {
 		checkRefusal(t, dir, caller, err)
 		return

@@ -232,7 +232,7 @@ chain:
 			var dropped []string
 			if cross {
 				var err error
-				sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut)
+				sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut, mres.Model.Reasoning)
 				if err != nil {
 					if firstRejection == nil {
 						firstRejection = err

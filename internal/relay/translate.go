@@ -3,6 +3,7 @@ package relay
 import (
 	"slices"
 
+	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/dialect/anthropic"
 	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
@@ -33,9 +34,12 @@ func (t *translation) reset() {
 }
 
 // appendBody builds the upstream body for a candidate of the other dialect: the caller's
-// request, decoded once, encoded in the deployment's dialect. It returns the parameters this
-// attempt dropped. An error is a refusal to translate (a typed 400): the candidate is skipped.
-func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamModel string, maxOut int64) ([]byte, []string, error) {
+// request, decoded once, encoded in the deployment's dialect. Unless the model accepts reasoning
+// parameters (reasoning, catalog.Model.Reasoning), the request's reasoning effort and thinking
+// budget are left out and listed as dropped under the caller's names. It returns the parameters
+// this attempt dropped. An error is a refusal to translate (a typed 400): the candidate is
+// skipped.
+func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamModel string, maxOut int64, reasoning bool) ([]byte, []string, error) {
 	if !t.decoded {
 		t.decoded = true
 		t.req, t.decErr = req.Codec.DecodeRequest(req.Body)
@@ -47,14 +51,43 @@ func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamMod
 		return dst, nil, t.decErr
 	}
 	t.req.Dropped = t.req.Dropped[:t.base]
-	out, err := up.AppendRequest(dst, t.req, upstreamModel, maxOut)
+	r := t.req
+	if !reasoning && (r.ReasoningEffort != "" || r.ThinkingBudget > 0 || r.ThinkingAdaptive) {
+		// Encode a copy without them: t.req serves the other candidates, whose model may accept them.
+		cp := *r
+		cp.Dropped = append(cp.Dropped, reasoningParams(req.Surface, r)...)
+		cp.ReasoningEffort, cp.ThinkingBudget, cp.ThinkingAdaptive = "", 0, false
+		r = &cp
+	}
+	out, err := up.AppendRequest(dst, r, upstreamModel, maxOut)
 	var dropped []string
-	if len(t.req.Dropped) > 0 {
-		dropped = slices.Clone(t.req.Dropped)
+	if len(r.Dropped) > 0 {
+		dropped = slices.Clone(r.Dropped)
 		slices.Sort(dropped)
 		dropped = slices.Compact(dropped)
 	}
 	return out, dropped, err
+}
+
+// reasoningParams names the caller's reasoning parameters that r carries, in the caller's
+// dialect: thinking and output_config.effort (Anthropic), reasoning.effort (Responses),
+// reasoning_effort (OpenAI chat).
+func reasoningParams(surface catalog.Dialect, r *dialect.Request) []string {
+	var names []string
+	switch surface {
+	case catalog.Anthropic:
+		if r.ThinkingBudget > 0 || r.ThinkingAdaptive {
+			names = append(names, "thinking")
+		}
+		if r.ReasoningEffort != "" {
+			names = append(names, "output_config.effort")
+		}
+	case catalog.Responses:
+		names = append(names, "reasoning.effort")
+	default:
+		names = append(names, "reasoning_effort")
+	}
+	return names
 }
 
 // scanFrame decodes one upstream event of the deployment's dialect into canonical events and

@@ -576,3 +576,58 @@ deployments:
 		t.Fatalf("attempts %+v (a refusal to translate is not an attempt)", rec.Attempts)
 	}
 }
+
+// TestSDKReasoningOnlyToReasoningModels: R-DIALECT-2 with catalog models[].reasoning. An
+// Anthropic SDK request with a thinking budget reaches a non-reasoning OpenAI model (gpt-4o-mini,
+// reasoning unset) without reasoning_effort, listed as dropped `thinking`, and is served; the
+// same request to a model marked reasoning: true carries reasoning_effort. The other direction:
+// an OpenAI reasoning_effort reaches a non-reasoning Claude model without thinking or effort.
+func TestSDKReasoningOnlyToReasoningModels(t *testing.T) {
+	t.Parallel()
+	yaml := strings.Replace(twoDeployments, "  - id: claude-haiku-4-5\n", "  - id: o4-mini\n    reasoning: true\n  - id: claude-haiku-4-5\n", 1)
+	yaml = strings.Replace(yaml, "routes: [{model: gpt-4o-mini, price: {input: 0.15, output: 0.6}}]",
+		"routes: [{model: gpt-4o-mini, price: {input: 0.15, output: 0.6}}, {model: o4-mini, price: {input: 1.1, output: 4.4}}]", 1)
+	g := startGateway(t, yaml, oa("oa-primary"), oa("oa-backup"), an("an-primary"), an("an-backup"))
+	ac := g.anthropicClient()
+	for _, tc := range []struct {
+		model   string
+		effort  string // reasoning_effort expected upstream; "" none
+		dropped []string
+	}{
+		{"gpt-4o-mini", "", []string{"thinking"}},
+		{"o4-mini", "medium", nil},
+	} {
+		var raw *http.Response
+		msg, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(tc.model), MaxTokens: 9000,
+			Thinking: anthropic.ThinkingConfigParamOfEnabled(8000),
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}, anthropicopt.WithResponseInto(&raw))
+		if err != nil || len(msg.Content) == 0 {
+			t.Fatalf("%s: %v %+v", tc.model, err, msg)
+		}
+		reqs := g.Fakes["oa-primary"].Requests()
+		body := reqs[len(reqs)-1].Body
+		if got := gjson.GetBytes(body, "reasoning_effort").Str; got != tc.effort {
+			t.Errorf("%s: upstream reasoning_effort %q, want %q: %s", tc.model, got, tc.effort, body)
+		}
+		rec := g.generation(t, raw.Header.Get("x-request-id"))
+		if len(rec.Attempts) != 1 || !slices.Equal(rec.Attempts[0].DroppedParams, tc.dropped) {
+			t.Errorf("%s: attempts %+v, want dropped %v", tc.model, rec.Attempts, tc.dropped)
+		}
+	}
+
+	var raw *http.Response
+	oc := g.openaiClient()
+	_, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "claude-haiku-4-5", ReasoningEffort: shared.ReasoningEffortHigh,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}}, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := g.Fakes["an-primary"].Requests()[0].Body
+	if gjson.GetBytes(body, "thinking").Exists() || gjson.GetBytes(body, "output_config").Exists() {
+		t.Fatalf("reasoning reached a non-reasoning Claude model: %s", body)
+	}
+	if rec := g.generation(t, raw.Header.Get("x-request-id")); !slices.Equal(rec.Attempts[0].DroppedParams, []string{"reasoning_effort"}) {
+		t.Fatalf("attempts %+v", rec.Attempts)
+	}
+}
