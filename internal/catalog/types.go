@@ -33,7 +33,7 @@ type Model struct {
 	// Reasoning says the model accepts reasoning parameters (config models[].reasoning): a
 	// translated request keeps its reasoning effort or thinking budget only then.
 	Reasoning bool
-	Routes []*Route
+	Routes    []*Route
 }
 
 // Deployment is one provider endpoint with a wire dialect and the routes it serves.
