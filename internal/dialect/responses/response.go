@@ -10,9 +10,30 @@ import (
 )
 
 // AppendErrorBody appends the OpenAI-surface error body for fe; the Responses API shares it
-// with chat completions (see openai.AppendErrorBody).
+// with chat completions (see openai.AppendErrorBody), with param named as the Responses
+// request names it (messages is input, max_tokens is max_output_tokens).
 func AppendErrorBody(dst []byte, fe *failure.Error, requestID string) []byte {
+	if p := surfaceParam(fe.Param); p != fe.Param {
+		cp := *fe
+		cp.Param = p
+		fe = &cp
+	}
 	return openai.AppendErrorBody(dst, fe, requestID)
+}
+
+// surfaceParam renames a chat-completions parameter that routing or a provider named (the
+// context-fit refusal names "messages") to the Responses request's own: input, instructions,
+// max_output_tokens.
+func surfaceParam(p string) string {
+	switch p {
+	case "messages":
+		return "input"
+	case "system":
+		return "instructions"
+	case "max_tokens", "max_completion_tokens":
+		return "max_output_tokens"
+	}
+	return p
 }
 
 // Response status and incomplete_details.reason strings (wire.md §2.3).

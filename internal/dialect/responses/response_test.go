@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	resp "github.com/switchyard-gw/switchyard/internal/dialect/responses"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
 // TestAppendResponse: the non-stream Response parses with the official openai-go type, with
@@ -87,5 +89,21 @@ func TestAppendResponse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An error naming a chat-completions parameter names the Responses request's own: a context
+// overflow refused by routing says input, not messages.
+func TestErrorParamNamesResponsesFields(t *testing.T) {
+	for param, want := range map[string]string{"messages": "input", "max_tokens": "max_output_tokens", "system": "instructions", "model": "model", "": ""} {
+		fe := &failure.Error{Class: failure.ContextOverflow, Param: param, Msg: "too long"}
+		b := resp.AppendErrorBody(nil, fe, "req_1")
+		got := gjson.GetBytes(b, "error.param")
+		if (want == "" && got.Type != gjson.Null) || (want != "" && got.Str != want) {
+			t.Errorf("param %q: body %s, want %q", param, b, want)
+		}
+		if fe.Param != param {
+			t.Errorf("the caller's error was modified: %q", fe.Param)
+		}
 	}
 }
