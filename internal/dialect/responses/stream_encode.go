@@ -7,7 +7,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
-	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -487,7 +486,7 @@ func (e *StreamEncoder) closeAll(dst []byte, status string) []byte {
 // follows; Append does nothing afterwards.
 func (e *StreamEncoder) AppendError(dst []byte, fe *failure.Error) []byte {
 	e.done = true
-	e.scratch = openai.AppendErrorBody(e.scratch[:0], fe, e.requestID)
+	e.scratch = AppendErrorBody(e.scratch[:0], fe, e.requestID)
 	body := e.scratch
 	dst = e.frame(dst, "response.failed")
 	dst = append(dst, ',')
