@@ -126,7 +126,25 @@ type LedgerEntry struct {
 	// AmountMicroUSD is not negative: the cost charged (settle), the amount reserved (reserve)
 	// or given back (release), or the amount added (credit).
 	AmountMicroUSD int64
+	// Mark says how a settle's response ended when it did not complete (R-BILL-2):
+	// MarkUpstreamTruncated or MarkClientCancelled; "" for a completed response and for the
+	// other kinds.
+	Mark string
+	// UsageProvenance is a settle's audit usage provenance: "observed" (reported by the
+	// provider) or "estimated" (the gateway's estimate, for a stream that ended before its
+	// provider reported usage); "" for the other kinds.
+	UsageProvenance string
 }
+
+// The marks of a settle entry (R-BILL-2).
+const (
+	// MarkUpstreamTruncated: the provider's stream was cut after output reached the caller;
+	// billed for the usage produced.
+	MarkUpstreamTruncated = "upstream-truncated"
+	// MarkClientCancelled: the caller went away after output started; billed for the usage
+	// produced up to the cancellation.
+	MarkClientCancelled = "client-cancelled"
+)
 
 // Store is what this package and the admin API need of the persistent store. Implementations
 // are safe for concurrent use; every method returns the context's error when ctx is done.

@@ -647,7 +647,12 @@ type ledgerEntryJSON struct {
 	CostUSD    json.Number   `json:"cost_usd"`
 	CostMicro  int64         `json:"cost_micro_usd"`
 	Kind       accounts.Kind `json:"kind"`
-	At         time.Time     `json:"at"`
+	// Mark is upstream-truncated or client-cancelled for a settle whose response did not
+	// complete (R-BILL-2); Usage is a settle's usage provenance, observed or estimated. Both
+	// are omitted when empty.
+	Mark  string    `json:"mark,omitempty"`
+	Usage string    `json:"usage,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // adminLedger answers the account's ledger, newest first: ?limit= entries (default 1000, at
@@ -690,7 +695,7 @@ func (s *Server) adminLedger(w http.ResponseWriter, r *http.Request) {
 		t := e.Tokens
 		out[i] = ledgerEntryJSON{RequestID: e.RequestID, KeyID: e.KeyID, Model: e.Model, Deployment: e.Deployment,
 			Tokens:  ledgerTokens{t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning},
-			CostUSD: usdNumber(e.AmountMicroUSD), CostMicro: e.AmountMicroUSD, Kind: e.Kind, At: e.At}
+			CostUSD: usdNumber(e.AmountMicroUSD), CostMicro: e.AmountMicroUSD, Kind: e.Kind, Mark: e.Mark, Usage: e.UsageProvenance, At: e.At}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"balance_usd": balance, "entries": out})
 }

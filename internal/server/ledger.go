@@ -83,7 +83,20 @@ func (l *requestLedger) settle(a *audit.Attempt, costMicroUSD int64) {
 	t := &a.Tokens
 	l.w.Append(accounts.LedgerEntry{At: l.endAt(), AccountID: l.account, KeyID: l.keyID, RequestID: l.requestID,
 		Model: a.Model, Deployment: a.Deployment, Kind: accounts.KindSettle, AmountMicroUSD: costMicroUSD,
-		Tokens: accounts.Tokens{Input: t.Input, Cached: t.Cached, CacheWrite: t.CacheWrite, Output: t.Output, Reasoning: t.Reasoning}})
+		Tokens: accounts.Tokens{Input: t.Input, Cached: t.Cached, CacheWrite: t.CacheWrite, Output: t.Output, Reasoning: t.Reasoning},
+		Mark:   settleMark(a.Outcome), UsageProvenance: a.UsageProvenance})
+}
+
+// settleMark is the ledger mark of a committed attempt's outcome (R-BILL-2): a stream the
+// provider cut after commit is upstream-truncated, one the caller abandoned client-cancelled.
+func settleMark(outcome string) string {
+	switch outcome {
+	case audit.OutcomeTruncated:
+		return accounts.MarkUpstreamTruncated
+	case audit.OutcomeCancelled:
+		return accounts.MarkClientCancelled
+	}
+	return ""
 }
 
 // release ends a request that did not commit (every attempt failed, cancelled before commit,

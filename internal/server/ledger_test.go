@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -225,5 +227,90 @@ func cancelBeforeCommit(t *testing.T, g *gateway, secret string) {
 	cancel()
 	if err := <-done; err == nil {
 		t.Error("the cancelled request got a response")
+	}
+}
+
+// R-BILL-2, issue 5's "a stream that the provider cut, or that the client abandoned, is billed
+// at zero" made impossible: a stream the provider cuts after output reached the caller settles
+// at a positive cost for the usage produced, marked upstream-truncated; one the caller abandons
+// after its first delta settles likewise, marked client-cancelled; both with usage estimated
+// (an OpenAI stream reports usage last) and the balance reduced by exactly that cost.
+func TestLedgerMarksCutAndCancelledStreams(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, ledgerCatalog, oa("oa-primary"), oa("oa-backup"))
+	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"m","settings":{"billing":"prepaid"}}`).Get("id").String()
+	secret := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+acct+`","name":"k"}`).Get("secret").String()
+	mustAdmin(t, g, 200, "POST", "/admin/v1/accounts/"+acct+"/credits", `{"amount_usd":1}`)
+	const body = `{"model":"gpt-4o-mini","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`
+	post := func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.URL+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		return http.DefaultClient.Do(req)
+	}
+
+	// 1. Cut by the provider after 2 deltas: the caller gets them and one terminal error.
+	for _, f := range g.Fakes {
+		f.Script(fakeprovider.Behavior{Kind: fakeprovider.KindCut, After: 2, Text: "one two three four five six", Deltas: 6})
+	}
+	resp, err := post(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cutID := resp.Header.Get("X-Request-Id")
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"error"`) {
+		t.Fatalf("cut stream: %d %s", resp.StatusCode, b)
+	}
+
+	// 2. Abandoned by the caller after the first delta of a slow stream.
+	for _, f := range g.Fakes {
+		f.Script(fakeprovider.Behavior{Text: "one two three four five six", Deltas: 6, Delay: 300 * time.Millisecond})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, err = post(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelID := resp.Header.Get("X-Request-Id")
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before a content delta: %v", err)
+		}
+		if strings.Contains(line, `"content":"`) {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+
+	want := map[string]string{cutID: "upstream-truncated", cancelID: "client-cancelled"}
+	var settles map[string]gjson.Result
+	var led gjson.Result
+	deadline := time.Now().Add(10 * time.Second)
+	for len(settles) < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polling the store with a deadline, not synchronising
+		led = mustAdmin(t, g, 200, "GET", "/admin/v1/accounts/"+acct+"/ledger", "")
+		settles = map[string]gjson.Result{}
+		for _, e := range led.Get("entries").Array() {
+			if e.Get("kind").String() == "settle" {
+				settles[e.Get("request_id").String()] = e
+			}
+		}
+	}
+	var spent int64
+	for rid, mark := range want {
+		e, ok := settles[rid]
+		if !ok || e.Get("mark").String() != mark || e.Get("usage").String() != "estimated" ||
+			e.Get("cost_micro_usd").Int() <= 0 || e.Get("tokens.output").Int() == 0 {
+			t.Errorf("settle of %s (want mark %s, estimated usage, a positive cost): %s", rid, mark, e.Raw)
+		}
+		spent += e.Get("cost_micro_usd").Int()
+	}
+	if bal := microOf(t, led.Get("balance_usd").Raw); bal != 1_000_000-spent {
+		t.Errorf("balance %d, want %d", bal, 1_000_000-spent)
 	}
 }

@@ -279,13 +279,13 @@ func (s *Store) Accounts(ctx context.Context) ([]accounts.Account, error) {
 }
 
 const insertEntry = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
-    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func (s *Store) insert(ctx context.Context, tx *sql.Tx, e *accounts.LedgerEntry) (bool, error) {
 	t := &e.Tokens
 	res, err := tx.ExecContext(ctx, s.q(insertEntry), createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model,
-		e.Deployment, string(e.Kind), t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD)
+		e.Deployment, string(e.Kind), t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance)
 	if err != nil {
 		return false, err
 	}
@@ -314,7 +314,7 @@ func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, err
 	return balance, wrap("crediting account", err)
 }
 
-// ledgerChunk is the most rows one INSERT of AppendLedger writes: 13 parameters a row stays far
+// ledgerChunk is the most rows one INSERT of AppendLedger writes: 15 parameters a row stays far
 // below the bound-parameter limits of SQLite (32766) and Postgres (65535).
 const ledgerChunk = 512
 
@@ -360,7 +360,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 	var b strings.Builder
 	b.Grow(len(insertRows) + len(es)*len(insertRow) + len(insertReturning))
 	b.WriteString(insertRows)
-	args := make([]any, 0, 13*len(es))
+	args := make([]any, 0, 15*len(es))
 	for i := range es {
 		e := &es[i]
 		if i > 0 {
@@ -369,7 +369,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 		b.WriteString(insertRow)
 		t := &e.Tokens
 		args = append(args, createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model, e.Deployment, string(e.Kind),
-			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD)
+			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance)
 	}
 	b.WriteString(insertReturning)
 	rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
@@ -392,15 +392,15 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 
 const (
 	insertRows = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
-    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd) VALUES `
-	insertRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance) VALUES `
+	insertRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertReturning = ` ON CONFLICT DO NOTHING RETURNING kind, account_id, amount_micro_usd`
 )
 
 // Ledger implements accounts.Store.
 func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]accounts.LedgerEntry, error) {
 	query := `SELECT id, at, account_id, key_id, request_id, model, deployment, kind,
-        input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd
+        input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance
         FROM ledger WHERE account_id = ? ORDER BY id DESC`
 	args := []any{accountID}
 	if limit > 0 {
@@ -419,7 +419,7 @@ func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]acco
 		var kind string
 		t := &e.Tokens
 		if err := rows.Scan(&e.ID, &at, &e.AccountID, &e.KeyID, &e.RequestID, &e.Model, &e.Deployment, &kind,
-			&t.Input, &t.Cached, &t.CacheWrite, &t.Output, &t.Reasoning, &e.AmountMicroUSD); err != nil {
+			&t.Input, &t.Cached, &t.CacheWrite, &t.Output, &t.Reasoning, &e.AmountMicroUSD, &e.Mark, &e.UsageProvenance); err != nil {
 			return nil, wrap("reading the ledger", err)
 		}
 		e.At, e.Kind = fromNanos(at), accounts.Kind(kind)

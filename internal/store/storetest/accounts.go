@@ -280,7 +280,8 @@ func testAccountsConcurrentUpdates(t *testing.T, st accounts.Store) {
 func settle(acct, req string, micro int64) accounts.LedgerEntry {
 	return accounts.LedgerEntry{At: time.Date(2026, 3, 1, 12, 0, 0, 7, time.UTC), AccountID: acct, KeyID: "k1",
 		RequestID: req, Model: "gpt-4o-mini", Deployment: "oa-primary", Kind: accounts.KindSettle,
-		Tokens: accounts.Tokens{Input: 11, Cached: 22, CacheWrite: 33, Output: 44, Reasoning: 5}, AmountMicroUSD: micro}
+		Tokens: accounts.Tokens{Input: 11, Cached: 22, CacheWrite: 33, Output: 44, Reasoning: 5}, AmountMicroUSD: micro,
+		Mark: accounts.MarkUpstreamTruncated, UsageProvenance: "estimated"}
 }
 
 // testLedger: credits and settles change the balance in their transaction; the balance is
