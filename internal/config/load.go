@@ -33,7 +33,8 @@ func Parse(name string, data []byte) (*Config, error) {
 	return parse(name, data, os.LookupEnv)
 }
 
-// isSecretField reports whether key names a credential: api_key, secret or token. When such a
+// isSecretField reports whether key names a credential: api_key, secret, token or secret_key
+// (store.secret_key: unset means BYOK credentials are stored in the clear). When such a
 // value is written exactly as "${VAR}" and VAR is unset, the value is "" rather than a
 // problem: the built-in catalog names OPENAI_API_KEY and ANTHROPIC_API_KEY, and the gateway
 // must start with either unset. Validate still rejects an empty key secret while auth is
@@ -41,7 +42,7 @@ func Parse(name string, data []byte) (*Config, error) {
 // other field makes an unset variable a problem.
 func isSecretField(key string) bool {
 	switch key {
-	case "api_key", "secret", "token":
+	case "api_key", "secret", "token", "secret_key":
 		return true
 	}
 	return false

@@ -224,6 +224,7 @@ func TestValidateAllowed(t *testing.T) {
 	tests := []struct{ name, src string }{
 		{"model with no route", "models: [{id: m}]\n"},
 		{"empty secret without auth", "auth: {required: false}\nkeys:\n- name: k\n"},
+		{"unset secret key", "store:\n  secret_key: ${NO_SECRET_KEY}\n"},
 		{"unset credentials", "admin:\n  token: ${NO_TOKEN}\ndeployments:\n- name: d\n  dialect: anthropic\n  base_url: https://api.anthropic.com\n  api_key: ${NO_KEY}\n"},
 		{"postgres and rediss", "store: {url: \"postgres://u:p@db:5432/sy?sslmode=disable\"}\nadmission: {url: \"rediss://cache:6380/1\"}\n"},
 		{"sqlite absolute", "store: {url: \"sqlite:///var/db/s.db\"}\n"},

@@ -17,6 +17,7 @@ import (
 // constraint that emptied it.
 const (
 	ReasonFunding          = "not funded by the policy" // a house route, and the caller's routing policy's funding is byok (R-POLICY)
+	ReasonCredit           = "insufficient credit"      // a house route, removed after planning: the prepaid balance cannot cover it, and the caller's own connections serve (server)
 	ReasonReserved         = "reserved"                 // a reserved deployment, and the request is not through an endpoint listing it (R-KEY-6)
 	ReasonNoPublicFallback = "public fallback off"      // a public deployment, and the request's endpoint has public_fallback false (R-KEY-6)
 

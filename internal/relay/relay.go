@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -334,6 +335,12 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
 		r.sc.resp = b
 		err := r.up.NormalizeError(call.Status, call.Header.Get, b)
+		if fe := failure.From(err); dep.BYOK && fe.Class == failure.UpstreamAuth {
+			// The caller's own credential, not the gateway's: say so (never the credential).
+			cp := *fe
+			cp.Msg = "the provider rejected the credentials of your own connection " + dep.Name + "; check its api_key"
+			err = &cp
+		}
 		if fe := failure.From(err); call.Status == http.StatusNotFound && fe.Class == failure.UpstreamError && r.model.SnapshotSuffix != "" {
 			// The provider does not know the dated snapshot the caller named: the caller's
 			// model string is at fault, not the deployment (no failover, no circuit).
@@ -567,14 +574,16 @@ func priceOf(m *catalog.Model, rt *catalog.Route) (*audit.PriceSnapshot, string)
 	return nil, "unpriced"
 }
 
-// costUSD is the cost of usage at price p, in USD. Every prompt token (cached and cache-write
-// included) is charged at the input price until the catalog carries cache prices; the ledger of
-// the accounts issue keeps integer micro-USD.
+// costUSD is the cost of usage at price p, in USD, rounded to the nearest micro-USD: the amount
+// the ledger settles (integer micro-USD), so the audit's cost_usd and the ledger's agree. Every
+// prompt token (cached and cache-write included) is charged at the input price until the
+// catalog carries cache prices.
 func costUSD(u dialect.Usage, p *audit.PriceSnapshot) float64 {
 	if p == nil {
 		return 0
 	}
-	return (float64(u.Input+u.Cached+u.CacheWrite)*p.InputPerMTokUSD + float64(u.Output)*p.OutputPerMTokUSD) / 1e6
+	micro := float64(u.Input+u.Cached+u.CacheWrite)*p.InputPerMTokUSD + float64(u.Output)*p.OutputPerMTokUSD
+	return math.Round(micro) / 1e6
 }
 
 // WriteError writes a caller-facing error in the codec's dialect: the status of the class, the

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
 )
@@ -184,4 +185,55 @@ func houseRoute(p *plan.Plan) bool {
 		}
 	}
 	return false
+}
+
+// dropHouse handles a credit refusal err of a request whose plans mix the caller's own
+// connections and house routes (byok_with_house_fallback): when err is insufficient credit and
+// some candidate is BYOK, the house candidates leave every plan (dropped as
+// plan.ReasonCredit) and dropHouse reports true; the request then runs on its connections
+// alone, reserving nothing. Otherwise it changes nothing and reports false.
+func dropHouse(cs *callState, err error) bool {
+	if fe := failure.From(err); fe == nil || fe.Class != failure.InsufficientCredit || !hasBYOK(cs) {
+		return false
+	}
+	keepBYOK(&cs.plan)
+	for i := range cs.fallbacks {
+		keepBYOK(cs.fallbacks[i].Plan)
+	}
+	return true
+}
+
+func hasBYOK(cs *callState) bool {
+	if anyBYOK(&cs.plan) {
+		return true
+	}
+	for i := range cs.fallbacks {
+		if anyBYOK(cs.fallbacks[i].Plan) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyBYOK(p *plan.Plan) bool {
+	for i := range p.Candidates {
+		if p.Candidates[i].BYOK {
+			return true
+		}
+	}
+	return false
+}
+
+// keepBYOK removes p's house candidates, recording each as dropped for insufficient credit.
+func keepBYOK(p *plan.Plan) {
+	kept := p.Candidates[:0]
+	for _, c := range p.Candidates {
+		if c.BYOK {
+			kept = append(kept, c)
+			continue
+		}
+		p.Dropped = append(p.Dropped, plan.Dropped{Deployment: c.Route.Deployment.Name, Model: c.Route.Model, Reason: plan.ReasonCredit})
+	}
+	clear(p.Candidates[len(kept):]) // drop the route pointers
+	p.Candidates = kept
 }

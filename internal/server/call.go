@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -81,7 +82,14 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		tokens, reserve = charge(cs, &pr, sf.protocol)
 	}
 	if prepaid {
-		if credit, err = s.cache.Reserve(who.account, reserve); err != nil {
+		credit, err = s.cache.Reserve(who.account, reserve)
+		if err != nil && dropHouse(cs, err) {
+			// Not enough credit for the house's routes, but the caller's own connections need
+			// none: they serve alone (docs/routing.md "Routing policies and BYOK").
+			prepaid, err = false, nil
+			tokens, reserve = charge(cs, &pr, sf.protocol)
+		}
+		if err != nil {
 			clear(cs.fallbacks)
 			fail(err)
 			return
@@ -139,7 +147,11 @@ func (s *Server) finish(rec *audit.Record, start time.Time) {
 	s.metrics.requests.WithLabelValues(rec.Surface, strconv.Itoa(rec.Status), rec.ErrorCode).Inc()
 	for i := range rec.Attempts {
 		a := &rec.Attempts[i]
-		s.metrics.attempts.WithLabelValues(a.Deployment, a.Outcome, a.ErrorCode).Inc()
+		dep := a.Deployment
+		if strings.HasPrefix(dep, accounts.ConnectionPrefix) {
+			dep = "byok" // one series for every caller's own connection: the label set stays bounded
+		}
+		s.metrics.attempts.WithLabelValues(dep, a.Outcome, a.ErrorCode).Inc()
 	}
 	s.rec.Record(rec)
 }

@@ -663,3 +663,41 @@ func TestBYOKCredentialSealedAtRest(t *testing.T) {
 		t.Fatalf("the unopenable connection reached its provider")
 	}
 }
+
+// A prepaid account with no credit whose key has a connection and house fallback
+// (byok_with_house_fallback, here by default: no policy) is served by its connection alone
+// instead of being refused 402: the house routes, which it cannot pay for, leave the plan.
+// When the connection then fails, the answer is the connection's failure, never a house attempt.
+// Its own credential rejected reads as its own connection's fault, naming the connection and
+// never the credential. Metrics count every connection under one "byok" deployment label.
+func TestBYOKAtZeroCredit(t *testing.T) {
+	t.Parallel()
+	f := startBYOK(t, "prepaid") // balance 0
+	resp, b := chat(t, f.g, f.secret)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Switchyard-Deployment") != f.connDep {
+		t.Fatalf("prepaid at 0 with a connection: %d %s", resp.StatusCode, b)
+	}
+	rec := f.g.generation(t, resp.Header.Get("X-Request-Id"))
+	if len(rec.Attempts) != 1 || rec.Attempts[0].ReservedMaxUSD != 0 {
+		t.Fatalf("attempts %+v: want one, reserving nothing", rec.Attempts)
+	}
+
+	f.own.Script(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 401})
+	resp, b = chat(t, f.g, f.secret)
+	msg := gjson.GetBytes(b, "error.message").String()
+	if resp.StatusCode != 502 || resp.Header.Get("X-Switchyard-Attempts") != "1" || !strings.Contains(msg, "your own connection "+f.connDep) ||
+		strings.Contains(string(b), ownKey) {
+		t.Fatalf("own credential rejected: %d %s", resp.StatusCode, b)
+	}
+	if n := f.g.Fakes["oa-primary"].Hits() + f.g.Fakes["oa-backup"].Hits(); n != 0 {
+		t.Fatalf("house deployments got %d requests from an account without credit", n)
+	}
+	led := mustAdmin(t, f.g, 200, "GET", "/admin/v1/accounts/"+f.acct+"/ledger", "")
+	if led.Get("balance_usd").Raw != "0" || strings.Contains(led.Raw, `"reserve"`) {
+		t.Fatalf("ledger %s", led.Raw)
+	}
+	mresp, mb := icGet(t, f.g.URL, "/metrics")
+	if mresp.StatusCode != 200 || !strings.Contains(string(mb), `deployment="byok"`) || strings.Contains(string(mb), f.conn) {
+		t.Fatalf("metrics: want the connection counted as deployment=\"byok\", never by id")
+	}
+}

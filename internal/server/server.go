@@ -460,7 +460,7 @@ func newMetrics() *metrics {
 		Name: "switchyard_requests_total", Help: "Model calls by surface, status and final failure class.",
 	}, []string{"surface", "status", "error_code"})
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by deployment, outcome and failure class.",
+		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by deployment (\"byok\" for every caller's own connection), outcome and failure class.",
 	}, []string{"deployment", "outcome", "error_code"})
 	m.reg.MustRegister(m.requests, m.attempts)
 	return m
