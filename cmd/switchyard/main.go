@@ -94,6 +94,9 @@ func cmdCheck(args []string, out io.Writer) error {
 	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
 		fmt.Fprintf(out, "%s: warning: auth.required is false and server.listen %q is not a loopback address\n", *file, cfg.Server.Listen)
 	}
+	if cfg.Admin.Token != "" && cfg.Store.SecretKey == "" {
+		fmt.Fprintf(out, "%s: warning: store.secret_key is empty: BYOK connections' API keys are stored in the clear\n", *file)
+	}
 	fmt.Fprintf(out, "%s: ok (%d models, %d deployments)\n", *file, len(cfg.Models), len(cfg.Deployments))
 	return nil
 }

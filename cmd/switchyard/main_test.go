@@ -23,6 +23,15 @@ func TestCheck(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml:3") || !strings.Contains(err.Error(), "bad.yaml:5") {
 		t.Fatalf("bad: %v", err)
 	}
+	if strings.Contains(out.String(), "secret_key") {
+		t.Errorf("warned about secret_key without the admin API: %q", out.String())
+	}
+	adm := filepath.Join(dir, "admin.yaml")
+	os.WriteFile(adm, []byte("auth: {required: false}\nadmin: {token: t0123456789}\n"), 0o600)
+	out.Reset()
+	if err := cmdCheck([]string{"--config", adm}, &out); err != nil || !strings.Contains(out.String(), "warning: store.secret_key is empty") {
+		t.Fatalf("admin API without store.secret_key: %v %q; want a warning", err, out.String())
+	}
 	pg := filepath.Join(dir, "pg.yaml")
 	os.WriteFile(pg, []byte("auth: {required: false}\nstore: {url: 'mysql://h/db'}\n"), 0o600)
 	if err := cmdCheck([]string{"--config", pg}, &out); err == nil || !strings.Contains(err.Error(), "store") {
