@@ -17,6 +17,9 @@ var (
 	ErrNotFound = errors.New("accounts: not found")
 	// ErrExists: an account, workspace or key with that id already exists.
 	ErrExists = errors.New("accounts: already exists")
+	// ErrBalanceLimit: a credit that would take the account's balance above the store's cap
+	// (1e18 micro-USD, i.e. 1e12 USD); nothing was credited.
+	ErrBalanceLimit = errors.New("accounts: the balance would exceed its limit")
 )
 
 // Billing is how an account pays (contract.md "Billing").
@@ -180,7 +183,8 @@ type Store interface {
 	Accounts(ctx context.Context) ([]Account, error)
 	// Credit appends a credit entry e (Kind must be credit, AmountMicroUSD > 0) and adds its
 	// amount to the account's balance in one transaction, returning the new balance.
-	// ErrNotFound when the account does not exist.
+	// ErrNotFound when the account does not exist; ErrBalanceLimit (nothing written) when the
+	// balance would exceed the store's cap (accountsql.MaxBalanceMicroUSD, $1e12).
 	Credit(ctx context.Context, e *LedgerEntry) (balanceMicroUSD int64, err error)
 	// AppendLedger appends entries in one transaction, in order: all or none. A settle entry
 	// subtracts its amount from its account's balance in the same transaction (an account not

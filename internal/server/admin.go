@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
@@ -30,13 +32,18 @@ const adminMaxBody = 1 << 20
 const storeTimeout = 10 * time.Second
 
 // initAccounts sets up the admin token and, with a store of accounts, the key cache (loaded
-// now) and the ledger writer.
+// now) and the ledger writer; with a store but no admin.token it logs one line saying the
+// admin API is off.
 func (s *Server) initAccounts(cfg *config.Config, o Options) error {
 	if cfg.Admin.Token != "" {
 		s.adminOn, s.adminHash = true, sha256.Sum256([]byte(cfg.Admin.Token))
 	}
 	if o.Accounts == nil {
 		return nil
+	}
+	if !s.adminOn {
+		// a store of accounts is useless without the admin API that fills it: say why it is off
+		s.logf("admin API off: admin.token is empty; /admin/v1/ answers 404")
 	}
 	s.accts = o.Accounts
 	box, err := secret.New(cfg.Store.SecretKey)
@@ -121,18 +128,32 @@ func (s *Server) adminAuthorized(r *http.Request) bool {
 
 // adminError writes fe with status in the OpenAI error shape.
 func adminError(w http.ResponseWriter, status int, fe *failure.Error) {
+	adminErrorConflicts(w, status, fe, nil)
+}
+
+// adminErrorConflicts is adminError with, when conflicts is not empty, a top-level
+// "conflicts" member after "request_id" (R-KEY-3: the layers a settings change would leave
+// with no candidate); the OpenAI shape of "error" is unchanged.
+func adminErrorConflicts(w http.ResponseWriter, status int, fe *failure.Error, conflicts []conflictJSON) {
+	b := relay.CodecFor(catalog.OpenAI).AppendErrorBody(nil, fe, requestID(w))
+	if len(conflicts) > 0 {
+		if cs, err := json.Marshal(conflicts); err == nil && len(b) > 0 && b[len(b)-1] == '}' {
+			b = append(append(append(b[:len(b)-1], `,"conflicts":`...), cs...), '}')
+		}
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Switchyard-Error-Code", string(fe.Class))
 	w.WriteHeader(status)
-	_, _ = w.Write(relay.CodecFor(catalog.OpenAI).AppendErrorBody(nil, fe, requestID(w)))
+	_, _ = w.Write(b)
 }
 
 func badRequest(w http.ResponseWriter, param, format string, args ...any) {
 	adminError(w, http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest, Param: param, Msg: fmt.Sprintf(format, args...)})
 }
 
-// storeError answers a store error: 404 for accounts.ErrNotFound (msg says what), else 503
+// storeError answers a store error: 404 for accounts.ErrNotFound (notFound says what), 409 for
+// accounts.ErrExists and accounts.ErrBalanceLimit (a credit above the balance cap), else 503
 // (the error is logged, not shown).
 func (s *Server) storeError(w http.ResponseWriter, err error, notFound string) {
 	switch {
@@ -140,6 +161,9 @@ func (s *Server) storeError(w http.ResponseWriter, err error, notFound string) {
 		adminError(w, http.StatusNotFound, &failure.Error{Class: failure.InvalidRequest, Msg: notFound})
 	case errors.Is(err, accounts.ErrExists):
 		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Msg: "the id is already taken"})
+	case errors.Is(err, accounts.ErrBalanceLimit):
+		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Param: "amount_usd",
+			Msg: "the credit would take the balance above the limit of 1000000000000 USD (1e12); nothing was credited"})
 	default:
 		s.logf("admin: store: %v", err)
 		adminError(w, http.StatusServiceUnavailable, &failure.Error{Class: failure.GatewayError, Msg: "the store did not answer"})
@@ -193,13 +217,67 @@ func decodeBody(w http.ResponseWriter, r *http.Request, dst any, allowed []strin
 	if err := json.Unmarshal(b, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			badRequest(w, te.Field, "%s has the wrong type: want %s", te.Field, te.Type)
+			got, _, _ := strings.Cut(te.Value, " ") // "number -5": the kind only
+			if got == "bool" {
+				got = "boolean"
+			}
+			badRequest(w, te.Field, "%s has the wrong type: want %s, not %s", te.Field, jsonTypeName(te.Type), got)
 			return false
 		}
 		badRequest(w, "", "the body is not valid: %v", err)
 		return false
 	}
 	return true
+}
+
+// jsonTypeName names the JSON type that decodes into t, for a 400: string, boolean, integer,
+// number, object, array of strings (of integers, of objects...), array; "a JSON value" for
+// anything else.
+func jsonTypeName(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonTypeName(t.Elem())
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		switch e := jsonTypeName(t.Elem()); {
+		case e == "a JSON value":
+			return "array"
+		case strings.HasPrefix(e, "array"):
+			return "array of arrays" + strings.TrimPrefix(e, "array")
+		default:
+			return "array of " + e + "s"
+		}
+	case reflect.Map, reflect.Struct:
+		return "object"
+	}
+	return "a JSON value"
+}
+
+// maxNameBytes bounds the name of an account, workspace, key or policy.
+const maxNameBytes = 256
+
+// checkName validates a name given to an account, workspace, key or policy: at most
+// maxNameBytes bytes and no control characters (C0, DEL, C1). It returns the 400's message, or
+// "" when the name is acceptable.
+func checkName(name string) string {
+	if len(name) > maxNameBytes {
+		return fmt.Sprintf("name is %d bytes long; at most %d", len(name), maxNameBytes)
+	}
+	if strings.ContainsFunc(name, unicode.IsControl) {
+		return "name must not contain control characters (newlines, tabs, NUL...)"
+	}
+	return ""
 }
 
 func adminCtx(r *http.Request) (context.Context, context.CancelFunc) {
@@ -228,21 +306,29 @@ func usdNumber(micro int64) json.Number {
 	return json.Number(s)
 }
 
-// parseUSD reads a positive USD amount with at most 6 decimals into exact micro-USD, without
-// going through a float.
+// maxCreditUSD bounds one credit: amount_usd must be below it (the store caps the balance at
+// 1e12 USD too, accounts.ErrBalanceLimit).
+const maxCreditUSD = 1e12
+
+// parseUSD reads a positive USD amount below maxCreditUSD with at most 6 significant decimals
+// into exact micro-USD, without going through a float. Zeros after the 6th decimal are
+// accepted (1.0000000 is 1); a non-zero digit there (0.0000001) is refused.
 func parseUSD(s string) (int64, error) {
 	if s == "" || s[0] < '0' || s[0] > '9' || strings.ContainsAny(s, "eE") {
 		return 0, errors.New("amount_usd must be a positive decimal number such as 10 or 2.50")
 	}
 	whole, frac, _ := strings.Cut(s, ".")
 	if len(frac) > 6 {
-		return 0, errors.New("amount_usd has at most 6 decimals (micro-USD)")
+		if strings.TrimRight(frac[6:], "0") != "" {
+			return 0, errors.New("amount_usd has at most 6 decimals (micro-USD)")
+		}
+		frac = frac[:6]
 	}
 	frac += strings.Repeat("0", 6-len(frac))
 	w, err1 := strconv.ParseInt(whole, 10, 64)
 	f, err2 := strconv.ParseInt(frac, 10, 64)
-	if err1 != nil || err2 != nil || w > 1e12 {
-		return 0, errors.New("amount_usd must be a positive decimal number below 1e12")
+	if err1 != nil || err2 != nil || w >= maxCreditUSD {
+		return 0, errors.New("amount_usd must be a positive decimal number below 1e12 (1000000000000)")
 	}
 	if v := w*1e6 + f; v > 0 {
 		return v, nil
@@ -288,6 +374,10 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &b, []string{"name", "settings"}, "name") {
 		return
 	}
+	if msg := checkName(b.Name); msg != "" {
+		badRequest(w, "name", "%s", msg)
+		return
+	}
 	id := accounts.NewID("acct")
 	patch, err := parsePatch(b.Settings)
 	var settings json.RawMessage
@@ -296,7 +386,7 @@ func (s *Server) adminCreateAccount(w http.ResponseWriter, r *http.Request) {
 		err = s.checkPolicyRef(r.Context(), id, patch)
 	}
 	if err == nil {
-		settings, err = propose(layers.Tree{Account: layers.Node{ID: id}}, layers.Account, id, patch)
+		settings, err = propose(layers.Tree{Account: layers.Node{ID: id}}, layers.Account, id, patch, true)
 	}
 	if err != nil {
 		s.answerSettings(w, err, "")
@@ -340,7 +430,7 @@ type patchBody struct {
 // (R-KEY-3): a change that would leave a workspace or key with no candidate is 409.
 func (s *Server) adminPatchAccount(w http.ResponseWriter, r *http.Request) {
 	var b patchBody
-	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
+	if !decodeBody(w, r, &b, []string{"name", "settings"}) || !b.checkName(w) {
 		return
 	}
 	id := r.PathValue("id")
@@ -371,6 +461,19 @@ func (s *Server) adminPatchAccount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, accountJSON(a))
 }
 
+// checkName answers a 400 naming `name` and reports false when the body renames to a name
+// checkName refuses.
+func (b *patchBody) checkName(w http.ResponseWriter) bool {
+	if b.Name == nil {
+		return true
+	}
+	if msg := checkName(*b.Name); msg != "" {
+		badRequest(w, "name", "%s", msg)
+		return false
+	}
+	return true
+}
+
 // apply sets the name and, when settings is not nil, the settings.
 func (b *patchBody) apply(name *string, dst *json.RawMessage, settings json.RawMessage) {
 	if b.Name != nil {
@@ -395,7 +498,7 @@ func (s *Server) proposePatch(ctx context.Context, raw json.RawMessage, tree fun
 	if err := s.checkPolicyRef(ctx, t.Account.ID, patch); err != nil {
 		return nil, err
 	}
-	return propose(t, n, id, patch)
+	return propose(t, n, id, patch, false)
 }
 
 // errBadPatch marks an update refused for its body (400), not by the store.
@@ -417,6 +520,10 @@ func (s *Server) patchFailed(w http.ResponseWriter, err error, notFound string) 
 func (s *Server) adminCreateWorkspace(w http.ResponseWriter, r *http.Request) {
 	var b createBody
 	if !decodeBody(w, r, &b, []string{"account_id", "name", "settings"}, "account_id", "name") {
+		return
+	}
+	if msg := checkName(b.Name); msg != "" {
+		badRequest(w, "name", "%s", msg)
 		return
 	}
 	id := accounts.NewID("ws")
@@ -454,7 +561,7 @@ func (s *Server) adminGetWorkspace(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminPatchWorkspace(w http.ResponseWriter, r *http.Request) {
 	var b patchBody
-	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
+	if !decodeBody(w, r, &b, []string{"name", "settings"}) || !b.checkName(w) {
 		return
 	}
 	id := r.PathValue("id")
@@ -493,6 +600,10 @@ func (s *Server) adminPatchWorkspace(w http.ResponseWriter, r *http.Request) {
 func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) {
 	var b createBody
 	if !decodeBody(w, r, &b, []string{"account_id", "workspace_id", "name", "settings"}, "account_id", "name") {
+		return
+	}
+	if msg := checkName(b.Name); msg != "" {
+		badRequest(w, "name", "%s", msg)
 		return
 	}
 	id := accounts.NewID("key")
@@ -545,7 +656,7 @@ func (s *Server) adminGetKey(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminPatchKey(w http.ResponseWriter, r *http.Request) {
 	var b patchBody
-	if !decodeBody(w, r, &b, []string{"name", "settings"}) {
+	if !decodeBody(w, r, &b, []string{"name", "settings"}) || !b.checkName(w) {
 		return
 	}
 	id := r.PathValue("id")

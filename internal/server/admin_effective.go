@@ -2,15 +2,18 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/layers"
 )
 
 // adminEffective answers a key's effective settings (contract.md: each field with value and
-// fixed_by), merged by layers.Effective from its account's, workspace's and own settings. A
+// fixed_by), merged by layers.Effective from the gateway's defaults (the default layer:
+// routing.strategy, "price" when unset), its account's, workspace's and own settings. A
 // stored settings object that the layers package refuses (settings are stored as opaque JSON
 // objects until the admin API validates them with it) is a 409 naming the layer.
 func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +44,14 @@ func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
 		in = append(in, raw{layers.Workspace, ws.ID, ws.Settings})
 	}
 	in = append(in, raw{layers.Key, k.ID, k.Settings})
-	ls := make([]layers.Layer, 0, len(in))
+	// The default layer carries the gateway's routing.strategy, which a key's requests follow
+	// when no layer sets one: the answer reports it, fixed_by "default".
+	strategy := s.strategy
+	if strategy == "" {
+		strategy = config.DefaultStrategy
+	}
+	ls := make([]layers.Layer, 0, len(in)+1)
+	ls = append(ls, layers.Layer{Name: layers.Default, Settings: layers.Settings{Strategy: &strategy}})
 	for _, l := range in {
 		st, err := layers.Apply(layers.Settings{}, l.settings)
 		if err != nil {
@@ -53,6 +63,11 @@ func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := layers.Effective(ls...)
 	if err != nil {
+		var es *errSettings
+		if errors.As(settingsError(err, layers.Default, ""), &es) && es.conflicts != nil {
+			adminErrorConflicts(w, http.StatusConflict, es.fe, es.conflicts)
+			return
+		}
 		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Msg: err.Error()})
 		return
 	}

@@ -43,12 +43,18 @@ func policyJSON(p *accounts.Policy) map[string]any {
 }
 
 // check validates the members of f that are set (not AccountID), without the store, as POST
-// and PATCH both do (R-POLICY): a non-empty name, a funding rule (house, byok,
+// and PATCH both do (R-POLICY): a non-empty name of at most maxNameBytes bytes without control
+// characters (checkName), a funding rule (house, byok,
 // byok_with_house_fallback), an attempt limit of 0 (none) or more, an order of at most
 // maxPolicyOrder entries (its entries are checkPolicyOrder's). It returns the parameter and message of the first problem, or "" and "".
 func (f *policyBody) check() (param, msg string) {
 	if f.Name != nil && strings.TrimSpace(*f.Name) == "" {
 		return "name", "name must not be empty"
+	}
+	if f.Name != nil {
+		if msg := checkName(*f.Name); msg != "" {
+			return "name", msg
+		}
 	}
 	if f.Funding != nil {
 		if _, err := accounts.ParseFunding(*f.Funding); err != nil {
@@ -416,7 +422,7 @@ func (s *Server) checkPolicyRef(ctx context.Context, acct string, patch json.Raw
 	}
 	p, err := s.accts.Policy(ctx, id.Str)
 	if errors.Is(err, accounts.ErrNotFound) || (err == nil && p.AccountID != acct) {
-		return &errSettings{http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
+		return &errSettings{status: http.StatusBadRequest, fe: &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
 			Msg: fmt.Sprintf("settings.policy: no routing policy %q in this account", clip(id.Str))}}
 	}
 	if err == nil {

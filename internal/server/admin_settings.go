@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,35 +20,92 @@ import (
 var settingsFields = []string{"allow_request_override", "billing", "limits", "models", "policy",
 	"preferred_providers", "providers", "strategy", "tier_scope"}
 
-// errSettings is a settings refusal already shaped for the answer: status and error body.
+// errSettings is a settings refusal already shaped for the answer: status and error body, and
+// for a conflict (R-KEY-3) the layers left with no candidate, sent beside the error as the
+// body's top-level "conflicts" member.
 type errSettings struct {
-	status int
-	fe     *failure.Error
+	status    int
+	fe        *failure.Error
+	conflicts []conflictJSON
+}
+
+// conflictJSON is one entry of a 409's "conflicts": the field, the layer (account, workspace or
+// key) it would leave with no candidate, and the layers whose constraints intersect to nothing
+// (layers.Conflict). The layer being created has no id (it was never saved) and "new": true.
+type conflictJSON struct {
+	Field   string          `json:"field"`
+	Layer   layers.Name     `json:"layer"`
+	ID      string          `json:"id,omitempty"`
+	New     bool            `json:"new,omitempty"`
+	FixedBy layers.LayerSet `json:"fixed_by"`
 }
 
 func (e *errSettings) Error() string { return e.fe.Msg }
 
 // settingsError turns an error of the layers package into the admin answer: a conflict is 409
-// naming the field and every layer it would leave with no candidate (R-KEY-3), an invalid
-// setting 400 naming it; anything else is a store error.
-func settingsError(err error) error {
+// naming the field and every layer it would leave with no candidate (R-KEY-3), in the message
+// and in "conflicts"; an invalid setting 400 naming it; anything else is a store error. When
+// created is not Default, the node of that layer with id newID is being created: it is named
+// "the new workspace" (key, account), not by the id it was never saved under.
+func settingsError(err error, created layers.Name, newID string) error {
 	var ce *layers.ConflictError
 	if errors.As(err, &ce) {
-		return &errSettings{http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
-			Param: "settings." + ce.Fields()[0], Msg: ce.Error()}}
+		out := make([]conflictJSON, len(ce.Conflicts))
+		for i, c := range ce.Conflicts {
+			out[i] = conflictJSON{Field: c.Field, Layer: c.Layer, ID: c.ID, FixedBy: c.FixedBy}
+			if created != layers.Default && c.Layer == created && c.ID == newID {
+				out[i].ID, out[i].New = "", true
+			}
+		}
+		return &errSettings{status: http.StatusConflict, fe: &failure.Error{Class: failure.InvalidRequest,
+			Param: "settings." + ce.Fields()[0], Msg: conflictMessage(ce.Fields(), out)}, conflicts: out}
 	}
 	var fe *failure.Error
 	if errors.As(err, &fe) && fe.Class == failure.InvalidRequest {
-		return &errSettings{http.StatusBadRequest, fe}
+		return &errSettings{status: http.StatusBadRequest, fe: fe}
 	}
 	return err
+}
+
+// conflictMessage names each field and the layers it leaves with no candidate, as
+// layers.ConflictError does, the new layer as "the new key" (workspace, account): e.g.
+// `conflict: models would leave workspace "ws_1", the new key with no candidate`.
+func conflictMessage(fields []string, cs []conflictJSON) string {
+	var b strings.Builder
+	b.WriteString("conflict: ")
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(f + " would leave ")
+		n := 0
+		for _, c := range cs {
+			if c.Field != f {
+				continue
+			}
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			n++
+			switch {
+			case c.New:
+				b.WriteString("the new " + c.Layer.String())
+			case c.ID != "":
+				b.WriteString(c.Layer.String() + " " + strconv.Quote(c.ID))
+			default:
+				b.WriteString(c.Layer.String())
+			}
+		}
+		b.WriteString(" with no candidate")
+	}
+	return b.String()
 }
 
 // answerSettings answers err: an *errSettings as shaped, anything else as a store error.
 func (s *Server) answerSettings(w http.ResponseWriter, err error, notFound string) {
 	var es *errSettings
 	if errors.As(err, &es) {
-		adminError(w, es.status, es.fe)
+		adminErrorConflicts(w, es.status, es.fe, es.conflicts)
 		return
 	}
 	s.storeError(w, err, notFound)
@@ -61,7 +119,7 @@ func parsePatch(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, &errSettings{http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest,
+		return nil, &errSettings{status: http.StatusBadRequest, fe: &failure.Error{Class: failure.InvalidRequest,
 			Param: "settings", Msg: "settings must be a JSON object"}}
 	}
 	var unknown []string
@@ -72,7 +130,7 @@ func parsePatch(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return nil, &errSettings{http.StatusBadRequest, &failure.Error{Class: failure.InvalidRequest,
+		return nil, &errSettings{status: http.StatusBadRequest, fe: &failure.Error{Class: failure.InvalidRequest,
 			Param: "settings." + unknown[0], Msg: "unknown settings fields: " + strings.Join(unknown, ", ") +
 				" (allowed: " + strings.Join(settingsFields, ", ") + ")"}}
 	}
@@ -84,7 +142,7 @@ func parsePatch(raw json.RawMessage) (json.RawMessage, error) {
 func storedSettings(n layers.Name, id string, raw json.RawMessage) (layers.Settings, error) {
 	st, err := accounts.ParseSettings(raw)
 	if err != nil {
-		return st, &errSettings{http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
+		return st, &errSettings{status: http.StatusConflict, fe: &failure.Error{Class: failure.InvalidRequest,
 			Msg: "the stored settings of " + n.String() + " " + id + " are not valid settings: " + err.Error()}}
 	}
 	return st, nil
@@ -233,17 +291,21 @@ func (s *Server) proposeCreate(ctx context.Context, acctID string, n layers.Name
 	} else {
 		addKey(&t, wsID, layers.Node{ID: id})
 	}
-	return propose(t, n, id, patch)
+	return propose(t, n, id, patch, true)
 }
 
-// propose applies patch (nil: none) to node id of layer n in t and checks the tree.
-func propose(t layers.Tree, n layers.Name, id string, patch json.RawMessage) (json.RawMessage, error) {
+// propose applies patch (nil: none) to node id of layer n in t and checks the tree; created
+// says that the node is being created (a conflict names it "the new ...", not by id).
+func propose(t layers.Tree, n layers.Name, id string, patch json.RawMessage, created bool) (json.RawMessage, error) {
 	if patch == nil {
 		patch = json.RawMessage(`{}`)
 	}
 	st, err := layers.Propose(t, n, id, patch)
 	if err != nil {
-		return nil, settingsError(err)
+		if !created {
+			return nil, settingsError(err, layers.Default, "")
+		}
+		return nil, settingsError(err, n, id)
 	}
 	b, err := json.Marshal(st)
 	if err != nil {

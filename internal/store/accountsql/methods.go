@@ -293,16 +293,32 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, e *accounts.LedgerEntry)
 	return n > 0, err
 }
 
-// Credit implements accounts.Store.
+// MaxBalanceMicroUSD is the highest balance a credit may leave on an account: 1e18 micro-USD
+// (1e12 USD), below the int64 (and Postgres bigint) bound of about 9.2e18 so that settles and
+// sums never overflow.
+const MaxBalanceMicroUSD int64 = 1e18
+
+// Credit implements accounts.Store. A credit that would take the balance above
+// [MaxBalanceMicroUSD] is refused with accounts.ErrBalanceLimit and changes nothing: the
+// UPDATE adds only when balance <= MaxBalanceMicroUSD - amount, so the database never computes
+// an out-of-range sum.
 func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, error) {
 	if e.Kind != accounts.KindCredit || e.AmountMicroUSD <= 0 {
 		return 0, errors.New("store: a credit must be of kind credit with a positive amount")
 	}
 	var balance int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, s.q(`UPDATE accounts SET balance_micro_usd = balance_micro_usd + ? WHERE id = ?
-            RETURNING balance_micro_usd`), e.AmountMicroUSD, e.AccountID).Scan(&balance)
+		err := tx.QueryRowContext(ctx, s.q(`UPDATE accounts SET balance_micro_usd = balance_micro_usd + ?
+            WHERE id = ? AND balance_micro_usd <= ? RETURNING balance_micro_usd`),
+			e.AmountMicroUSD, e.AccountID, MaxBalanceMicroUSD-e.AmountMicroUSD).Scan(&balance)
 		if errors.Is(err, sql.ErrNoRows) {
+			found, ferr := s.exists(ctx, tx, `SELECT 1 FROM accounts WHERE id = ?`, e.AccountID)
+			switch {
+			case ferr != nil:
+				return ferr
+			case found:
+				return accounts.ErrBalanceLimit
+			}
 			return accounts.ErrNotFound
 		}
 		if err != nil {

@@ -32,6 +32,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"ConcurrentUpdates", testAccountsConcurrentUpdates},
 		{"Workspaces", testWorkspaces},
 		{"Ledger", testLedger},
+		{"CreditBalanceLimit", testCreditBalanceLimit},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"ConcurrentSettles", testConcurrentSettles},
 		{"LedgerReserveRelease", testLedgerReserveRelease},
@@ -333,6 +334,48 @@ func testLedger(t *testing.T, st accounts.Store) {
 	}
 	if es, err := st.Ledger(bg, "none", 0); err != nil || es == nil || len(es) != 0 {
 		t.Errorf("empty ledger: %v, %v (want [], nil)", es, err)
+	}
+}
+
+// maxBalance is the cap a credit may take a balance to (accountsql.MaxBalanceMicroUSD): 1e12 USD.
+const maxBalance int64 = 1_000_000_000_000_000_000
+
+// testCreditBalanceLimit: a credit may take the balance up to exactly 1e18 micro-USD (1e12
+// USD); one that would take it above, even by far more than int64 holds, is
+// accounts.ErrBalanceLimit (not a database range error) and changes neither the balance nor
+// the ledger. An unknown account is still ErrNotFound.
+func testCreditBalanceLimit(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	credit := func(acct string, micro int64) (int64, error) {
+		return st.Credit(bg, &accounts.LedgerEntry{At: time.Now().UTC(), AccountID: acct, Kind: accounts.KindCredit, AmountMicroUSD: micro})
+	}
+	if bal, err := credit("a1", maxBalance-1); err != nil || bal != maxBalance-1 {
+		t.Fatalf("credit to just below the cap: %d, %v", bal, err)
+	}
+	if bal, err := credit("a1", 1); err != nil || bal != maxBalance {
+		t.Fatalf("credit to exactly the cap: %d, %v", bal, err)
+	}
+	for _, micro := range []int64{1, maxBalance, 1<<63 - 1} {
+		if _, err := credit("a1", micro); !errors.Is(err, accounts.ErrBalanceLimit) {
+			t.Errorf("credit of %d above the cap: %v, want ErrBalanceLimit", micro, err)
+		}
+	}
+	if _, err := credit("a2", maxBalance+1); !errors.Is(err, accounts.ErrBalanceLimit) {
+		t.Errorf("one credit above the cap on an empty balance: %v, want ErrBalanceLimit", err)
+	}
+	if _, err := credit("nope", 1<<63-1); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("credit of a missing account: %v, want ErrNotFound", err)
+	}
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	if a.BalanceMicroUSD != maxBalance {
+		t.Errorf("balance after refused credits = %d, want %d", a.BalanceMicroUSD, maxBalance)
+	}
+	if es, err := st.Ledger(bg, "a1", 0); err != nil || len(es) != 2 {
+		t.Errorf("ledger after refused credits: %d entries, %v; want the 2 accepted credits", len(es), err)
+	}
+	if es, err := st.Ledger(bg, "a2", 0); err != nil || len(es) != 0 {
+		t.Errorf("ledger of a2: %+v, %v; want none", es, err)
 	}
 }
 
