@@ -146,6 +146,11 @@ func (rl *Relay) AddClient(c *upstream.Client) {
 	rl.extra.Store(d.Name, &extraClient{c: c, h: depHeaders{name: []string{d.Name}, provider: []string{d.Provider}}})
 }
 
+// RemoveClient forgets the client added under deployment name (a revoked BYOK connection): an
+// attempt planned before the removal then fails over as a deployment without a client. Clients
+// given to New are never removed. Safe for concurrent use with Run.
+func (rl *Relay) RemoveClient(name string) { rl.extra.Delete(name) }
+
 // client returns the deployment's client and header values, or nil.
 func (rl *Relay) client(name string) (*upstream.Client, depHeaders) {
 	if c := rl.clients[name]; c != nil {

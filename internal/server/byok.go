@@ -108,7 +108,9 @@ func byokModels(cat *catalog.Catalog, d catalog.Dialect) []string {
 // deployment name, unused.
 func (s *Server) dropBYOK(connID string) {
 	if v, ok := s.byok.deps.LoadAndDelete(connID); ok {
-		v.(*byokDeployment).client.Close()
+		bd := v.(*byokDeployment)
+		s.relay.RemoveClient(bd.dep.Name)
+		bd.client.Close()
 	}
 }
 
