@@ -227,7 +227,8 @@ deployments:
 
 // startGateways starts the three bare proxies and Switchyard, built as cmd/switchyard's run()
 // builds it (config.Parse, catalog.New, a sqlite store in a temporary directory,
-// audit.NewRecorder, server.New), authentication off.
+// audit.NewRecorder, server.New with the store as its accounts store, Server.Run),
+// authentication off.
 func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gatewayURLs, error) {
 	var out gatewayURLs
 	bares := []struct {
@@ -266,17 +267,26 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gateway
 		return out, err
 	}
 	rec := audit.NewRecorder(st, audit.Options{Logf: logf})
-	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Logf: logf})
+	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf})
 	if err != nil {
 		_ = st.Close()
 		return out, err
 	}
-	// Runs after every HTTP server has returned: close the pools, drain the recorder, close the store.
 	recCtx, stopRec := context.WithCancel(context.Background())
 	recDone := make(chan struct{})
 	go func() { defer close(recDone); _ = rec.Run(recCtx) }() // owned: stopped in the after hook
+	// The server's background work, as run() starts it: the route statistics, and with a store
+	// of accounts the ledger writer and the key cache. Without it the statistics queue fills
+	// and drops, and the measured process does less than the real one.
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	bgDone := make(chan struct{})
+	go func() { defer close(bgDone); _ = srv.Run(bgCtx) }() // owned: stopped in the after hook
+	// Runs after every HTTP server has returned, in run()'s order: close the pools, stop the
+	// background work, drain the recorder, close the store.
 	g.after = append(g.after, func() {
 		srv.Close()
+		stopBg()
+		<-bgDone
 		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = rec.Flush(fctx)
 		cancel()

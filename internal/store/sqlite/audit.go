@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
@@ -14,21 +17,19 @@ import (
 var _ audit.Store = (*DB)(nil)
 
 const (
-	insertRequest = `INSERT INTO requests
-    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (request_id) DO NOTHING`
+	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms`
+	attemptColumns = `request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
+     input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+     usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
+     headers_ms, first_token_ms, dropped_params`
+	requestParams = 9  // placeholders per requests row
+	attemptParams = 22 // placeholders per attempts row
+
 	replaceRequest = `UPDATE requests SET
     account = ?, model = ?, surface = ?, status = ?, error_code = ?, stream = ?, created_at = ?, duration_ms = ?
     WHERE request_id = ?`
 	deleteAttempts = `DELETE FROM attempts WHERE request_id = ?`
-	insertAttempt  = `INSERT INTO attempts
-    (request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
-     input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-     usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	selectRequest = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms
+	selectRequest  = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms
     FROM requests WHERE request_id = ?`
 	selectAttempts = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
@@ -37,32 +38,110 @@ const (
     FROM attempts WHERE request_id = ? ORDER BY attempt`
 )
 
+// A batch is written with multi-row INSERTs of 1, 2, 4, ... 64 rows (rowLevels statements per
+// table, prepared once and reused by every batch): n rows take one statement per set bit of n
+// below 64, plus one per 64 rows. 64 attempts rows bind 1408 parameters, far below SQLite's
+// limit (32766). Such a statement journals the pages it changes, in memory (temp_store in
+// dsnParams).
+const (
+	rowLevels     = 7 // statements for 1<<0 ... 1<<6 rows
+	maxChunkRows  = 1 << (rowLevels - 1)
+	tableRequests = 0
+	tableAttempts = 1
+)
+
+// auditStmts are the prepared multi-row INSERTs: [table][k] inserts 1<<k rows. The requests
+// statements skip (ON CONFLICT DO NOTHING) a row whose request id is already stored.
+type auditStmts [2][rowLevels]*sql.Stmt
+
+// multiRowInsert returns an INSERT of rows rows of params placeholders each.
+func multiRowInsert(table, columns string, params, rows int, suffix string) string {
+	var b strings.Builder
+	b.Grow(len(columns) + 64 + rows*(params*2+3) + len(suffix))
+	b.WriteString("INSERT INTO ")
+	b.WriteString(table)
+	b.WriteString(" (")
+	b.WriteString(columns)
+	b.WriteString(") VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?")
+		b.WriteString(strings.Repeat(",?", params-1))
+		b.WriteByte(')')
+	}
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// auditStatements returns the prepared INSERTs, preparing them on first use (an error is not
+// kept: the next call tries again). It must not be called inside a transaction: preparing
+// needs a connection, and a :memory: database has only one.
+func (db *DB) auditStatements(ctx context.Context) (*auditStmts, error) {
+	db.auditMu.Lock()
+	defer db.auditMu.Unlock()
+	if db.auditStmts != nil {
+		return db.auditStmts, nil
+	}
+	s := new(auditStmts)
+	for k := range rowLevels {
+		var err error
+		if s[tableRequests][k], err = db.db.PrepareContext(ctx, multiRowInsert("requests", requestColumns,
+			requestParams, 1<<k, " ON CONFLICT (request_id) DO NOTHING")); err != nil {
+			s.close()
+			return nil, err
+		}
+		if s[tableAttempts][k], err = db.db.PrepareContext(ctx, multiRowInsert("attempts", attemptColumns,
+			attemptParams, 1<<k, "")); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	db.auditStmts = s
+	return s, nil
+}
+
+// close closes the statements prepared so far.
+func (s *auditStmts) close() {
+	for _, t := range s {
+		for _, st := range t {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}
+}
+
 // WriteRecords writes recs in one transaction: all of them or, on error, none. A record whose
-// request id is already stored replaces it, attempts included. Records with an empty
-// RequestID are rejected. It does not retain recs.
+// request id is already stored replaces it, attempts included; when recs holds one id twice the
+// later record wins. Records with an empty RequestID are rejected. It does not retain recs.
+//
+// Rows go in with multi-row INSERTs. A chunk of requests rows that inserts fewer rows than it
+// holds (an id already stored, or twice in the chunk) is then replaced one record at a time,
+// in order, which gives the same result as writing the records one by one.
 func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil
+	}
+	for _, r := range recs {
+		if r.RequestID == "" {
+			return fmt.Errorf("store: writing audit record %q: empty request id", r.RequestID)
+		}
+	}
+	stmts, err := db.auditStatements(ctx)
+	if err != nil {
+		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	defer tx.Rollback()
-	insReq, err := tx.PrepareContext(ctx, insertRequest)
-	if err != nil {
+	rows := min(maxChunkRows, 2*len(recs)) // most records have one or two attempts; append grows it
+	w := batchWriter{ctx: ctx, tx: tx, stmts: stmts, args: make([]any, 0, rows*attemptParams)}
+	if err := w.write(recs); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
-	}
-	defer insReq.Close()
-	insAtt, err := tx.PrepareContext(ctx, insertAttempt)
-	if err != nil {
-		return fmt.Errorf("store: writing audit records: %w", err)
-	}
-	defer insAtt.Close()
-	for _, r := range recs {
-		if err := writeRecord(ctx, tx, insReq, insAtt, r); err != nil {
-			return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
@@ -70,53 +149,156 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	return nil
 }
 
-func writeRecord(ctx context.Context, tx *sql.Tx, insReq, insAtt *sql.Stmt, r *audit.Record) error {
-	if r.RequestID == "" {
-		return errors.New("empty request id")
+// batchWriter writes one batch inside tx.
+type batchWriter struct {
+	ctx     context.Context
+	tx      *sql.Tx
+	stmts   *auditStmts
+	txStmts auditStmts   // stmts bound to tx, made on first use
+	args    []any        // parameters of the statement being built
+	pending []attemptRef // attempts of inserted records, not yet written
+
+	// the last price encoded, and its JSON (prices repeat within a batch)
+	price     audit.PriceSnapshot
+	priceJSON any
+}
+
+// attemptRef is one attempts row: the attempt and its record's request id.
+type attemptRef struct {
+	requestID string
+	a         *audit.Attempt
+}
+
+// chunkLevel is k such that 1<<k rows is the largest chunk to write of n > 0 rows.
+func chunkLevel(n int) int { return min(bits.Len(uint(n))-1, rowLevels-1) }
+
+// exec runs the statement inserting 1<<k rows of table with w.args and returns the number of
+// rows it inserted.
+func (w *batchWriter) exec(table, k int) (int64, error) {
+	s := w.txStmts[table][k]
+	if s == nil {
+		s = w.tx.StmtContext(w.ctx, w.stmts[table][k])
+		w.txStmts[table][k] = s
 	}
-	res, err := insReq.ExecContext(ctx, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-		r.Stream, nanos(r.CreatedAt), r.DurationMS)
+	res, err := s.ExecContext(w.ctx, w.args...)
 	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// write writes recs in chunks of 64, 32, ... 1 requests rows, each followed by its records'
+// attempts (queued in w.pending, written before anything that could replace them).
+func (w *batchWriter) write(recs []*audit.Record) error {
+	for len(recs) > 0 {
+		k := chunkLevel(len(recs))
+		chunk := recs[:1<<k]
+		recs = recs[1<<k:]
+		w.args = w.args[:0]
+		for _, r := range chunk {
+			w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
+				r.Stream, nanos(r.CreatedAt), r.DurationMS)
+		}
+		n, err := w.exec(tableRequests, k)
+		if err != nil {
+			return err
+		}
+		if n == int64(len(chunk)) { // every id was new: the common case
+			for _, r := range chunk {
+				for i := range r.Attempts {
+					w.pending = append(w.pending, attemptRef{r.RequestID, &r.Attempts[i]})
+				}
+			}
+			continue
+		}
+		// Some ids were stored before, or appear twice in the chunk (the insert skipped those
+		// rows): replace each record in order, its attempts included.
+		if err := w.flushAttempts(); err != nil {
+			return err
+		}
+		for _, r := range chunk {
+			if err := w.replace(r); err != nil {
+				return fmt.Errorf("record %q: %w", r.RequestID, err)
+			}
+		}
+	}
+	return w.flushAttempts()
+}
+
+// replace overwrites the stored request row of r and replaces its attempts with r's.
+func (w *batchWriter) replace(r *audit.Record) error {
+	if _, err := w.tx.ExecContext(w.ctx, replaceRequest, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
+		r.Stream, nanos(r.CreatedAt), r.DurationMS, r.RequestID); err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
+	if _, err := w.tx.ExecContext(w.ctx, deleteAttempts, r.RequestID); err != nil {
 		return err
-	} else if n == 0 { // already stored: replace
-		if _, err := tx.ExecContext(ctx, replaceRequest, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-			r.Stream, nanos(r.CreatedAt), r.DurationMS, r.RequestID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, deleteAttempts, r.RequestID); err != nil {
-			return err
-		}
 	}
 	for i := range r.Attempts {
-		a := &r.Attempts[i]
-		var price any // NULL when unpriced
-		if a.Price != nil {
-			b, err := json.Marshal(a.Price)
-			if err != nil {
-				return err
+		w.pending = append(w.pending, attemptRef{r.RequestID, &r.Attempts[i]})
+	}
+	return w.flushAttempts()
+}
+
+// flushAttempts inserts the pending attempts rows.
+func (w *batchWriter) flushAttempts() error {
+	p := w.pending
+	for len(p) > 0 {
+		k := chunkLevel(len(p))
+		w.args = w.args[:0]
+		for _, ref := range p[:1<<k] {
+			if err := w.appendAttempt(ref.requestID, ref.a); err != nil {
+				return fmt.Errorf("record %q: %w", ref.requestID, err)
 			}
-			price = string(b)
 		}
-		dropped := "[]"
-		if len(a.DroppedParams) > 0 {
-			b, err := json.Marshal(a.DroppedParams)
-			if err != nil {
-				return err
-			}
-			dropped = string(b)
+		if _, err := w.exec(tableAttempts, k); err != nil {
+			return err
 		}
-		if _, err := insAtt.ExecContext(ctx, r.RequestID, a.Attempt, a.Deployment, a.Provider, a.Model,
-			a.UpstreamModel, a.Outcome, a.ErrorCode,
-			a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning,
-			a.UsageProvenance, a.ReservedMaxUSD, a.CostUSD, a.BillingSource, price, nanos(a.DispatchedAt),
-			nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped); err != nil {
+		p = p[1<<k:]
+	}
+	clear(w.pending)
+	w.pending = w.pending[:0]
+	return nil
+}
+
+// appendAttempt appends the parameters of one attempts row to w.args.
+func (w *batchWriter) appendAttempt(requestID string, a *audit.Attempt) error {
+	var price any // NULL when unpriced
+	if a.Price != nil {
+		var err error
+		if price, err = w.priceText(*a.Price); err != nil {
 			return err
 		}
 	}
+	var dropped any = "[]"
+	if len(a.DroppedParams) > 0 {
+		b, err := json.Marshal(a.DroppedParams)
+		if err != nil {
+			return err
+		}
+		dropped = string(b)
+	}
+	w.args = append(w.args, requestID, a.Attempt, a.Deployment, a.Provider, a.Model,
+		a.UpstreamModel, a.Outcome, a.ErrorCode,
+		a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning,
+		a.UsageProvenance, a.ReservedMaxUSD, a.CostUSD, a.BillingSource, price, nanos(a.DispatchedAt),
+		nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped)
 	return nil
+}
+
+// priceText returns p as stored: its JSON, as a string. The last one is kept, compared bit for
+// bit (-0 and 0 encode differently).
+func (w *batchWriter) priceText(p audit.PriceSnapshot) (any, error) {
+	if w.priceJSON != nil && math.Float64bits(p.InputPerMTokUSD) == math.Float64bits(w.price.InputPerMTokUSD) &&
+		math.Float64bits(p.OutputPerMTokUSD) == math.Float64bits(w.price.OutputPerMTokUSD) {
+		return w.priceJSON, nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	w.price, w.priceJSON = p, string(b)
+	return w.priceJSON, nil
 }
 
 // Record returns the stored record for requestID, its attempts in order, or audit.ErrNotFound.

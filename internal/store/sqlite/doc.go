@@ -4,8 +4,8 @@
 // store/migrate and recorded in the schema_migrations table).
 //
 // It implements audit.Store (R-AUDIT-2): tables requests and attempts, one transaction per
-// batch. Package store/postgres implements the same methods on the same schema (its own
-// migration files, same numbers and meaning); the behaviour suite of store/storetest runs
-// against both. It implements accounts.Store (accounts, workspaces, hashed keys, the ledger;
+// batch, its rows written with multi-row INSERTs prepared once per database. Package
+// store/postgres implements the same methods on the same schema (its own migration files, same
+// numbers and meaning); the behaviour suite of store/storetest runs against both. It implements accounts.Store (accounts, workspaces, hashed keys, the ledger;
 // migration 0002) through the SQL shared with Postgres in package store/accountsql.
 package sqlite

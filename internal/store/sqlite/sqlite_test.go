@@ -52,6 +52,10 @@ func TestWALAndReopen(t *testing.T) {
 	if err := db.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil || busy != 5000 {
 		t.Errorf("busy_timeout = %d, %v; want 5000", busy, err)
 	}
+	var temp int
+	if err := db.db.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil || temp != 2 {
+		t.Errorf("temp_store = %d, %v; want 2 (memory: the audit writer's statement journals)", temp, err)
+	}
 	want := storetest.FullRecord("req_keep")
 	if err := db.WriteRecords(ctx, []*audit.Record{want}); err != nil {
 		t.Fatal(err)
