@@ -144,14 +144,14 @@ func (s *Server) bill(out *relay.Result, credit *accounts.Charge, led *requestLe
 // finish completes the record, counts it, and queues it for the store off the request path.
 func (s *Server) finish(rec *audit.Record, start time.Time) {
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.metrics.requests.WithLabelValues(rec.Surface, strconv.Itoa(rec.Status), rec.ErrorCode).Inc()
+	s.metrics.request(rec.Surface, rec.Status, rec.ErrorCode)
 	for i := range rec.Attempts {
 		a := &rec.Attempts[i]
 		dep := a.Deployment
 		if strings.HasPrefix(dep, accounts.ConnectionPrefix) {
 			dep = "byok" // one series for every caller's own connection: the label set stays bounded
 		}
-		s.metrics.attempts.WithLabelValues(dep, a.Outcome, a.ErrorCode).Inc()
+		s.metrics.attempt(dep, a.Outcome, a.ErrorCode)
 	}
 	s.rec.Record(rec)
 }

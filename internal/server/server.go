@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -452,10 +453,55 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	attempts *prometheus.CounterVec
+	// reqs and atts cache the labelled counters by their labels: a request finds its counters
+	// without formatting the status or hashing through the vector (and, unlike a sync.Map, with
+	// no key boxed on the heap).
+	mu   sync.RWMutex
+	reqs map[requestLabels]prometheus.Counter
+	atts map[attemptLabels]prometheus.Counter
+}
+
+// requestLabels and attemptLabels are the label sets of the two counters.
+type requestLabels struct {
+	surface string
+	status  int
+	code    string
+}
+
+type attemptLabels struct{ deployment, outcome, code string }
+
+// request counts one model call (switchyard_requests_total).
+func (m *metrics) request(surface string, status int, code string) {
+	k := requestLabels{surface, status, code}
+	m.mu.RLock()
+	c := m.reqs[k]
+	m.mu.RUnlock()
+	if c == nil {
+		c = m.requests.WithLabelValues(surface, strconv.Itoa(status), code)
+		m.mu.Lock()
+		m.reqs[k] = c
+		m.mu.Unlock()
+	}
+	c.Inc()
+}
+
+// attempt counts one physical attempt (switchyard_attempts_total).
+func (m *metrics) attempt(deployment, outcome, code string) {
+	k := attemptLabels{deployment, outcome, code}
+	m.mu.RLock()
+	c := m.atts[k]
+	m.mu.RUnlock()
+	if c == nil {
+		c = m.attempts.WithLabelValues(deployment, outcome, code)
+		m.mu.Lock()
+		m.atts[k] = c
+		m.mu.Unlock()
+	}
+	c.Inc()
 }
 
 func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+	m := &metrics{reg: prometheus.NewRegistry(), reqs: map[requestLabels]prometheus.Counter{}, atts: map[attemptLabels]prometheus.Counter{}}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_requests_total", Help: "Model calls by surface, status and final failure class.",
 	}, []string{"surface", "status", "error_code"})
