@@ -385,7 +385,8 @@ func clip(s string) string {
 }
 
 // adminConnections serves GET /admin/v1/keys/{id}/connections: the key's active connections,
-// without their API keys.
+// without their API keys, each with usable (whether its stored credential opens with this
+// gateway's store.secret_key).
 func (s *Server) adminConnections(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := adminCtx(r)
 	defer cancel()
@@ -402,7 +403,12 @@ func (s *Server) adminConnections(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
 	for i := range all {
 		if all[i].KeyID == id {
-			out = append(out, connectionJSON(&all[i]))
+			c := connectionJSON(&all[i])
+			// usable is false for a credential sealed under another store.secret_key (or
+			// sealed while none is set now): the connection serves nothing until it opens.
+			_, err := s.box.Open(all[i].APIKey)
+			c["usable"] = err == nil
+			out = append(out, c)
 		}
 	}
 	slices.SortFunc(out, func(a, b map[string]any) int {

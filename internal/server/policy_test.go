@@ -662,6 +662,13 @@ func TestBYOKCredentialSealedAtRest(t *testing.T) {
 	if len(f.own.Requests()) != 1 {
 		t.Fatalf("the unopenable connection reached its provider")
 	}
+	// The admin API says which connection cannot be used.
+	for key, want := range map[string]bool{f.keyID: true, k2.Get("id").String(): false} {
+		l := mustAdmin(t, f.g, 200, "GET", "/admin/v1/keys/"+key+"/connections", "")
+		if u := l.Get("data.0.usable"); u.Type == gjson.Null || u.Bool() != want {
+			t.Errorf("connections of %s: %s; want usable %v", key, l.Raw, want)
+		}
+	}
 }
 
 // A prepaid account with no credit whose key has a connection and house fallback
