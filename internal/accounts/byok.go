@@ -91,6 +91,9 @@ type PolicyStore interface {
 	// policy written, ErrNotFound, f's error (nothing is written then), or an error for an
 	// invalid Funding ("" is stored as FundingHouse, as by CreatePolicy).
 	UpdatePolicy(ctx context.Context, id string, f func(*Policy) error) (*Policy, error)
+	// DeletePolicy removes the policy id. ErrNotFound when there is none. Settings that still
+	// name it are the caller's to check first (a missing policy routes as no policy).
+	DeletePolicy(ctx context.Context, id string) error
 	// CreateConnection stores c (nil Models stored as []). ErrNotFound when its key does not
 	// exist, ErrExists when the id is taken.
 	CreateConnection(ctx context.Context, c *Connection) error

@@ -31,8 +31,10 @@ type byokData struct {
 // byokPut is one PutPolicy or PutConnection, in the log of byokData.
 type byokPut struct {
 	seq    uint64
-	policy *Policy     // a policy put, or nil
+	policy *Policy     // a policy put (removed when deleted), or nil
 	conn   *Connection // a connection put (removed when revoked), or nil
+	// deleted says the policy was deleted: only policy.ID is read.
+	deleted bool
 }
 
 // dataLocked returns the cache's byokData, allocating it on first use. c.mu must be held for
@@ -96,7 +98,11 @@ func (c *Cache) loadBYOK(ctx context.Context) (byokState, error) {
 // applyPut applies p to policies and conns in place.
 func applyPut(policies map[string]*Policy, conns map[string][]Connection, p byokPut) {
 	if p.policy != nil {
-		policies[p.policy.ID] = p.policy
+		if p.deleted {
+			delete(policies, p.policy.ID)
+		} else {
+			policies[p.policy.ID] = p.policy
+		}
 		return
 	}
 	conn := p.conn
@@ -188,5 +194,13 @@ func (c *Cache) PutConnection(conn *Connection) {
 	cp.Models = slices.Clone(conn.Models)
 	c.mu.Lock()
 	c.putBYOKLocked(byokPut{conn: &cp})
+	c.mu.Unlock()
+}
+
+// DeletePolicy removes the policy id from the cache; the admin API calls it after deleting the
+// policy from the store. A reload that read the store before the delete does not bring it back.
+func (c *Cache) DeletePolicy(id string) {
+	c.mu.Lock()
+	c.putBYOKLocked(byokPut{policy: &Policy{ID: id}, deleted: true})
 	c.mu.Unlock()
 }

@@ -98,3 +98,31 @@ func TestCacheBYOKPutsSurviveReload(t *testing.T) {
 		t.Errorf("after revoking c4: %v", ids(got))
 	}
 }
+
+// A policy deleted by the admin API while a reload was reading the store (which still had it)
+// stays deleted; a delete without a reload in flight is applied at once.
+func TestCacheDeletePolicySurvivesReload(t *testing.T) {
+	fs := &fakeStore{policies: []accounts.Policy{{ID: "p1", AccountID: "a"}, {ID: "p2", AccountID: "a"}}}
+	st := &hookStore{fakeStore: fs}
+	c := accounts.NewCache(st, accounts.CacheOptions{})
+	ctx := context.Background()
+	if err := c.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.afterConns = func() {
+		fs.mu.Lock()
+		fs.policies = []accounts.Policy{{ID: "p2", AccountID: "a"}}
+		fs.mu.Unlock()
+		c.DeletePolicy("p1")
+	}
+	if err := c.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Policy("p1"); ok {
+		t.Error("a policy deleted during a reload is back")
+	}
+	c.DeletePolicy("p2")
+	if _, ok := c.Policy("p2"); ok {
+		t.Error("p2 still cached after DeletePolicy")
+	}
+}

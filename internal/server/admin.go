@@ -90,6 +90,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("GET /admin/v1/keys/{id}/effective", s.adminEffective)
 	mux.HandleFunc("POST /admin/v1/policies", s.adminCreatePolicy)
 	mux.HandleFunc("GET /admin/v1/policies/{id}", s.adminGetPolicy)
+	mux.HandleFunc("DELETE /admin/v1/policies/{id}", s.adminDeletePolicy)
 	mux.HandleFunc("PATCH /admin/v1/policies/{id}", s.adminPatchPolicy)
 	mux.HandleFunc("GET /admin/v1/accounts/{id}/policies", s.adminAccountPolicies)
 	mux.HandleFunc("POST /admin/v1/keys/{id}/connections", s.adminCreateConnection)

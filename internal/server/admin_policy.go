@@ -16,6 +16,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/layers"
 )
 
 // maxPolicyOrder bounds a policy's saved order, and maxConnectionModels a connection's models.
@@ -435,4 +436,54 @@ func (s *Server) checkPolicyRef(ctx context.Context, acct string, patch json.Raw
 		s.cache.PutPolicy(p)
 	}
 	return err
+}
+
+// adminDeletePolicy serves DELETE /admin/v1/policies/{id}: 204 once the policy is gone from the
+// store and this process's cache (other replicas drop it at their next reload); 404 for an
+// unknown policy; 409 naming every layer of its account (the account, a workspace, an active
+// key) whose settings attach it, which must detach it first (settings.policy null). The check
+// and the delete hold the account's settings lock, so no attach of this process slips between.
+func (s *Server) adminDeletePolicy(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := adminCtx(r)
+	defer cancel()
+	id := r.PathValue("id")
+	p, err := s.accts.Policy(ctx, id)
+	if err != nil {
+		s.storeError(w, err, "no policy with that id")
+		return
+	}
+	defer lockAccount(p.AccountID).unlock()
+	t, _, err := s.accountTree(ctx, p.AccountID)
+	if err != nil {
+		s.storeError(w, err, "no policy with that id")
+		return
+	}
+	var users []string
+	attached := func(layer, lid string, st *layers.Settings) {
+		if st.Policy != nil && *st.Policy == id {
+			users = append(users, layer+" "+lid)
+		}
+	}
+	attached("account", t.Account.ID, &t.Account.Settings)
+	for i := range t.Workspaces {
+		ws := &t.Workspaces[i]
+		attached("workspace", ws.ID, &ws.Settings)
+		for j := range ws.Keys {
+			attached("key", ws.Keys[j].ID, &ws.Keys[j].Settings)
+		}
+	}
+	for i := range t.Keys {
+		attached("key", t.Keys[i].ID, &t.Keys[i].Settings)
+	}
+	if len(users) > 0 {
+		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
+			Msg: "the policy is attached to " + strings.Join(users, ", ") + "; detach it first (settings.policy null)"})
+		return
+	}
+	if err := s.accts.DeletePolicy(ctx, id); err != nil {
+		s.storeError(w, err, "no policy with that id")
+		return
+	}
+	s.cache.DeletePolicy(id)
+	w.WriteHeader(http.StatusNoContent)
 }

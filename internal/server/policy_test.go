@@ -708,3 +708,35 @@ func TestBYOKAtZeroCredit(t *testing.T) {
 		t.Fatalf("metrics: want the connection counted as deployment=\"byok\", never by id")
 	}
 }
+
+// DELETE /admin/v1/policies/{id}: refused with 409 naming every layer that attaches it (the key,
+// the account), 204 once detached; then the policy is gone (GET 404, a second DELETE 404) and
+// the key routes without it.
+func TestDeletePolicy(t *testing.T) {
+	t.Parallel()
+	f := startBYOK(t, "unmetered")
+	pol := f.policy(t, `"order":["oa-backup"],"funding":"house"`)
+	mustAdmin(t, f.g, 200, "PATCH", "/admin/v1/accounts/"+f.acct, `{"settings":{"policy":"`+pol+`"}}`)
+	resp, b := adminDo(t, f.g, "DELETE", "/admin/v1/policies/"+pol, "")
+	msg := gjson.GetBytes(b, "error.message").String()
+	if resp.StatusCode != 409 || !strings.Contains(msg, "key "+f.keyID) || !strings.Contains(msg, "account "+f.acct) {
+		t.Fatalf("delete of an attached policy: %d %s", resp.StatusCode, b)
+	}
+	mustAdmin(t, f.g, 200, "GET", "/admin/v1/policies/"+pol, "")
+	mustAdmin(t, f.g, 200, "PATCH", "/admin/v1/keys/"+f.keyID, `{"settings":{"policy":null}}`)
+	mustAdmin(t, f.g, 200, "PATCH", "/admin/v1/accounts/"+f.acct, `{"settings":{"policy":null}}`)
+	mustAdmin(t, f.g, 204, "DELETE", "/admin/v1/policies/"+pol, "")
+	mustAdmin(t, f.g, 404, "GET", "/admin/v1/policies/"+pol, "")
+	mustAdmin(t, f.g, 404, "DELETE", "/admin/v1/policies/"+pol, "")
+	if l := mustAdmin(t, f.g, 200, "GET", "/admin/v1/accounts/"+f.acct+"/policies", ""); len(l.Get("data").Array()) != 0 {
+		t.Fatalf("policies after delete %s", l.Raw)
+	}
+	plan := routeAs(t, f.g, f.secret, `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"x"}]}`)
+	if plan.Get("policy").Exists() || plan.Get("candidates.0.deployment").String() != f.connDep {
+		t.Fatalf("plan after delete %s", plan.Raw)
+	}
+	// Reattaching the deleted policy is refused.
+	if resp, b := adminDo(t, f.g, "PATCH", "/admin/v1/keys/"+f.keyID, `{"settings":{"policy":"`+pol+`"}}`); resp.StatusCode != 400 {
+		t.Fatalf("attach a deleted policy: %d %s", resp.StatusCode, b)
+	}
+}

@@ -158,6 +158,22 @@ func (s *Store) CreateConnection(ctx context.Context, c *accounts.Connection) er
 	}))
 }
 
+// DeletePolicy implements accounts.PolicyStore: one DELETE of the policy's row.
+func (s *Store) DeletePolicy(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM policies WHERE id = ?`), id)
+	if err != nil {
+		return wrap("deleting policy", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap("deleting policy", err)
+	}
+	if n == 0 {
+		return wrap("deleting policy", fmt.Errorf("no policy %q: %w", id, accounts.ErrNotFound))
+	}
+	return nil
+}
+
 // RevokeConnection implements accounts.PolicyStore: one UPDATE of the connection's row while it
 // is the key's and active.
 func (s *Store) RevokeConnection(ctx context.Context, keyID, connID string, at time.Time) error {

@@ -40,6 +40,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"Policies", testPolicies},
 		{"Connections", testConnections},
 		{"PolicyUpdate", testPolicyUpdate},
+		{"PolicyDelete", testPolicyDelete},
 		{"ConnectionRevoke", testConnectionRevoke},
 	}
 	for _, tt := range tests {

@@ -209,3 +209,31 @@ func testConnectionRevoke(t *testing.T, st accounts.Store) {
 		t.Errorf("ActiveConnections after revoking c1 = %v, want [c2 c3]", ids)
 	}
 }
+
+// testPolicyDelete: a deleted policy is gone from Policy, Policies and AccountPolicies; deleting
+// it again, or an unknown id, is ErrNotFound; other policies are untouched.
+func testPolicyDelete(t *testing.T, st accounts.Store) {
+	seed(t, st)
+	at := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	must(t, st.CreatePolicy(bg, &accounts.Policy{ID: "p1", AccountID: "a1", Name: "one", CreatedAt: at}))
+	must(t, st.CreatePolicy(bg, &accounts.Policy{ID: "p2", AccountID: "a1", Name: "two", CreatedAt: at.Add(time.Second)}))
+	must(t, st.DeletePolicy(bg, "p1"))
+	if _, err := st.Policy(bg, "p1"); !errors.Is(err, accounts.ErrNotFound) {
+		t.Errorf("deleted policy read back: %v", err)
+	}
+	for _, id := range []string{"p1", "nope"} {
+		if err := st.DeletePolicy(bg, id); !errors.Is(err, accounts.ErrNotFound) {
+			t.Errorf("DeletePolicy(%q) = %v, want ErrNotFound", id, err)
+		}
+	}
+	ps, err := st.AccountPolicies(bg, "a1")
+	must(t, err)
+	if len(ps) != 1 || ps[0].ID != "p2" {
+		t.Errorf("policies left %+v, want p2 only", ps)
+	}
+	all, err := st.Policies(bg)
+	must(t, err)
+	if len(all) != 1 || all[0].ID != "p2" {
+		t.Errorf("all policies %+v, want p2 only", all)
+	}
+}
