@@ -55,7 +55,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 			haveMessages = true
 			err = decodeMessages(v, r)
 		case "stream":
-			r.Stream, err = boolField(v, "stream")
+			r.Stream, err = dialect.BoolField(v, "stream")
 		case "stream_options":
 			if v.Type == gjson.Null {
 				break
@@ -64,7 +64,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 				err = failure.Invalid("stream_options", "stream_options must be an object")
 				break
 			}
-			r.IncludeUsage, err = boolField(v.Get("include_usage"), "stream_options.include_usage")
+			r.IncludeUsage, err = dialect.BoolField(v.Get("include_usage"), "stream_options.include_usage")
 		case "max_tokens":
 			maxTokens = v
 		case "max_completion_tokens":
@@ -72,18 +72,18 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		case "n":
 			if v.Type != gjson.Null {
 				var n int64
-				if n, err = intField(v, "n"); err == nil && n > 1 {
+				if n, err = dialect.IntField(v, "n"); err == nil && n > 1 {
 					err = failure.Invalid("n", "n greater than 1 is not supported")
 				}
 			}
 		case "temperature":
-			r.Temperature, err = floatField(v, "temperature")
+			r.Temperature, err = dialect.FloatField(v, "temperature")
 		case "top_p":
-			r.TopP, err = floatField(v, "top_p")
+			r.TopP, err = dialect.FloatField(v, "top_p")
 		case "top_k": // a common extension of compatible servers; the canonical form carries it
 			if v.Type != gjson.Null {
 				var n int64
-				n, err = intField(v, "top_k")
+				n, err = dialect.IntField(v, "top_k")
 				r.TopK = &n
 			}
 		case "stop":
@@ -97,18 +97,18 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		case "function_call":
 			legacyFC = v
 		case "parallel_tool_calls":
-			_, err = boolField(v, "parallel_tool_calls")
+			_, err = dialect.BoolField(v, "parallel_tool_calls")
 			r.ToolChoice.DisableParallel = v.Type == gjson.False
 		case "response_format":
 			err = decodeResponseFormat(v, r)
 		case "reasoning_effort":
-			r.ReasoningEffort, err = stringField(v, "reasoning_effort")
+			r.ReasoningEffort, err = dialect.StringField(v, "reasoning_effort")
 		case "user":
-			user, err = stringField(v, "user")
+			user, err = dialect.StringField(v, "user")
 		case "safety_identifier":
-			safety, err = stringField(v, "safety_identifier")
+			safety, err = dialect.StringField(v, "safety_identifier")
 		case "prompt_cache_key":
-			r.PromptCacheKey, err = stringField(v, "prompt_cache_key")
+			r.PromptCacheKey, err = dialect.StringField(v, "prompt_cache_key")
 		default:
 			if dialect.Meaningful(v) {
 				r.Drop(k.Str)
@@ -141,7 +141,7 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		mt, param = maxTokens, "max_tokens"
 	}
 	if mt.Exists() && mt.Type != gjson.Null {
-		if r.MaxTokens, err = intField(mt, param); err != nil {
+		if r.MaxTokens, err = dialect.IntField(mt, param); err != nil {
 			return nil, err
 		}
 	}
@@ -150,47 +150,6 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		r.User = user
 	}
 	return r, nil
-}
-
-func boolField(v gjson.Result, name string) (bool, error) {
-	switch v.Type {
-	case gjson.True:
-		return true, nil
-	case gjson.False, gjson.Null:
-		return false, nil
-	}
-	if !v.Exists() {
-		return false, nil
-	}
-	return false, failure.Invalid(name, name+" must be a boolean")
-}
-
-func stringField(v gjson.Result, name string) (string, error) {
-	switch v.Type {
-	case gjson.String:
-		return v.Str, nil
-	case gjson.Null:
-		return "", nil
-	}
-	return "", failure.Invalid(name, name+" must be a string")
-}
-
-func floatField(v gjson.Result, name string) (*float64, error) {
-	switch v.Type {
-	case gjson.Null:
-		return nil, nil
-	case gjson.Number:
-		f := v.Num
-		return &f, nil
-	}
-	return nil, failure.Invalid(name, name+" must be a number")
-}
-
-func intField(v gjson.Result, name string) (int64, error) {
-	if v.Type != gjson.Number || v.Num < 0 || v.Num != float64(int64(v.Num)) {
-		return 0, failure.Invalid(name, name+" must be a non-negative integer")
-	}
-	return int64(v.Num), nil
 }
 
 func decodeStop(v gjson.Result) ([]string, error) {

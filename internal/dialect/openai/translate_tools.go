@@ -63,7 +63,7 @@ func appendTool(f gjson.Result, p string, r *dialect.Request) error {
 	}
 	t := dialect.Tool{Name: name.Str}
 	var err error
-	if t.Description, err = stringField(f.Get("description"), p+".description"); err != nil {
+	if t.Description, err = dialect.StringField(f.Get("description"), p+".description"); err != nil {
 		return err
 	}
 	if ps := f.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
@@ -73,7 +73,7 @@ func appendTool(f gjson.Result, p string, r *dialect.Request) error {
 		t.Parameters = json.RawMessage(ps.Raw)
 	}
 	if s := f.Get("strict"); s.Exists() && s.Type != gjson.Null {
-		b, err := boolField(s, p+".strict")
+		b, err := dialect.BoolField(s, p+".strict")
 		if err != nil {
 			return err
 		}

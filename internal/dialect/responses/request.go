@@ -45,11 +45,11 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 		return info, failure.Invalid("input", "`input` is required and must be a string or an array of items")
 	}
 	var err error
-	if info.Stream, err = boolField(stream, "stream"); err != nil {
+	if info.Stream, err = dialect.BoolField(stream, "stream"); err != nil {
 		return info, err
 	}
 	if maxOut.Exists() && maxOut.Type != gjson.Null {
-		if info.MaxTokens, err = intField(maxOut, "max_output_tokens"); err != nil {
+		if info.MaxTokens, err = dialect.IntField(maxOut, "max_output_tokens"); err != nil {
 			return info, err
 		}
 	}
@@ -128,34 +128,34 @@ func DecodeRequest(body []byte) (*dialect.Request, error) {
 		case "input":
 			input = v
 		case "instructions":
-			instructions, err = stringField(v, "instructions")
+			instructions, err = dialect.StringField(v, "instructions")
 		case "stream":
-			r.Stream, err = boolField(v, "stream")
+			r.Stream, err = dialect.BoolField(v, "stream")
 		case "max_output_tokens":
 			if v.Type != gjson.Null {
-				r.MaxTokens, err = intField(v, "max_output_tokens")
+				r.MaxTokens, err = dialect.IntField(v, "max_output_tokens")
 			}
 		case "temperature":
-			r.Temperature, err = floatField(v, "temperature")
+			r.Temperature, err = dialect.FloatField(v, "temperature")
 		case "top_p":
-			r.TopP, err = floatField(v, "top_p")
+			r.TopP, err = dialect.FloatField(v, "top_p")
 		case "tools":
 			err = decodeTools(v, r)
 		case "tool_choice":
 			toolChoice = v
 		case "parallel_tool_calls":
-			_, err = boolField(v, "parallel_tool_calls")
+			_, err = dialect.BoolField(v, "parallel_tool_calls")
 			r.ToolChoice.DisableParallel = v.Type == gjson.False
 		case "reasoning":
 			err = decodeReasoning(v, r)
 		case "text":
 			err = decodeText(v, r)
 		case "user":
-			user, err = stringField(v, "user")
+			user, err = dialect.StringField(v, "user")
 		case "safety_identifier":
-			safety, err = stringField(v, "safety_identifier")
+			safety, err = dialect.StringField(v, "safety_identifier")
 		case "prompt_cache_key":
-			r.PromptCacheKey, err = stringField(v, "prompt_cache_key")
+			r.PromptCacheKey, err = dialect.StringField(v, "prompt_cache_key")
 		default: // store, include, truncation, metadata, stream_options, service_tier, top_logprobs, ...
 			if dialect.Meaningful(v) {
 				r.Drop(k.Str)
@@ -202,7 +202,7 @@ func decodeReasoning(v gjson.Result, r *dialect.Request) error {
 		return failure.Invalid("reasoning", "reasoning must be an object")
 	}
 	var err error
-	if r.ReasoningEffort, err = stringField(v.Get("effort"), "reasoning.effort"); err != nil {
+	if r.ReasoningEffort, err = dialect.StringField(v.Get("effort"), "reasoning.effort"); err != nil {
 		return err
 	}
 	for _, k := range [...]string{"summary", "generate_summary"} {
@@ -278,7 +278,7 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 			return false
 		}
 		tool := dialect.Tool{Name: name.Str}
-		if tool.Description, err = stringField(t.Get("description"), p+".description"); err != nil {
+		if tool.Description, err = dialect.StringField(t.Get("description"), p+".description"); err != nil {
 			return false
 		}
 		if ps := t.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
@@ -290,7 +290,7 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 		}
 		if s := t.Get("strict"); s.Exists() && s.Type != gjson.Null {
 			var b bool
-			if b, err = boolField(s, p+".strict"); err != nil {
+			if b, err = dialect.BoolField(s, p+".strict"); err != nil {
 				return false
 			}
 			tool.Strict = &b
@@ -326,48 +326,4 @@ func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
 		return failure.Invalid("tool_choice.type", "tool_choice may name function tools only")
 	}
 	return failure.Invalid("tool_choice", "tool_choice is not a valid tool choice")
-}
-
-func boolField(v gjson.Result, name string) (bool, error) {
-	switch v.Type {
-	case gjson.True:
-		return true, nil
-	case gjson.False, gjson.Null:
-		return false, nil
-	}
-	if !v.Exists() {
-		return false, nil
-	}
-	return false, failure.Invalid(name, name+" must be a boolean")
-}
-
-func stringField(v gjson.Result, name string) (string, error) {
-	switch v.Type {
-	case gjson.String:
-		return v.Str, nil
-	case gjson.Null:
-		return "", nil
-	}
-	if !v.Exists() {
-		return "", nil
-	}
-	return "", failure.Invalid(name, name+" must be a string")
-}
-
-func floatField(v gjson.Result, name string) (*float64, error) {
-	switch v.Type {
-	case gjson.Null:
-		return nil, nil
-	case gjson.Number:
-		f := v.Num
-		return &f, nil
-	}
-	return nil, failure.Invalid(name, name+" must be a number")
-}
-
-func intField(v gjson.Result, name string) (int64, error) {
-	if v.Type != gjson.Number || v.Num < 0 || v.Num > 1<<53 || v.Num != float64(int64(v.Num)) {
-		return 0, failure.Invalid(name, name+" must be a non-negative integer")
-	}
-	return int64(v.Num), nil
 }
