@@ -575,11 +575,7 @@ func (s *Server) adminPatchWorkspace(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return layers.Tree{}, err
 		}
-		t, _, err := s.accountTree(ctx, ws.AccountID)
-		if err == nil && !slices.ContainsFunc(t.Workspaces, func(n layers.WorkspaceNode) bool { return n.ID == id }) {
-			st, serr := storedSettings(layers.Workspace, id, ws.Settings)
-			t.Workspaces, err = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: id, Settings: st}}), serr
-		}
+		t, _, err := s.accountTree(ctx, ws.AccountID) // lists every workspace, this one included
 		return t, err
 	}, layers.Workspace, id)
 	if err != nil {
