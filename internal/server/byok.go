@@ -168,21 +168,24 @@ func (s *Server) byokRoutes(dst []*catalog.Route, conns []accounts.Connection, m
 
 // billable reports whether some candidate of the request's plans is a house route, which the
 // gateway bills; a plan of BYOK routes only is paid by the caller to its own provider.
-func billable(cs *callState) bool {
-	if houseRoute(&cs.plan) {
+func billable(cs *callState) bool { return anyCandidate(cs, false) }
+
+// anyCandidate reports whether some candidate of the request's plans (the model's and its
+// fallbacks') is a BYOK route (byok true) or a house route (byok false).
+func anyCandidate(cs *callState, byok bool) bool {
+	has := func(p *plan.Plan) bool {
+		for i := range p.Candidates {
+			if p.Candidates[i].BYOK == byok {
+				return true
+			}
+		}
+		return false
+	}
+	if has(&cs.plan) {
 		return true
 	}
 	for i := range cs.fallbacks {
-		if houseRoute(cs.fallbacks[i].Plan) {
-			return true
-		}
-	}
-	return false
-}
-
-func houseRoute(p *plan.Plan) bool {
-	for i := range p.Candidates {
-		if !p.Candidates[i].Route.Deployment.BYOK {
+		if has(cs.fallbacks[i].Plan) {
 			return true
 		}
 	}
@@ -195,7 +198,7 @@ func houseRoute(p *plan.Plan) bool {
 // plan.ReasonCredit) and dropHouse reports true; the request then runs on its connections
 // alone, reserving nothing. Otherwise it changes nothing and reports false.
 func dropHouse(cs *callState, err error) bool {
-	if fe := failure.From(err); fe == nil || fe.Class != failure.InsufficientCredit || !hasBYOK(cs) {
+	if fe := failure.From(err); fe == nil || fe.Class != failure.InsufficientCredit || !anyCandidate(cs, true) {
 		return false
 	}
 	keepBYOK(&cs.plan)
@@ -203,27 +206,6 @@ func dropHouse(cs *callState, err error) bool {
 		keepBYOK(cs.fallbacks[i].Plan)
 	}
 	return true
-}
-
-func hasBYOK(cs *callState) bool {
-	if anyBYOK(&cs.plan) {
-		return true
-	}
-	for i := range cs.fallbacks {
-		if anyBYOK(cs.fallbacks[i].Plan) {
-			return true
-		}
-	}
-	return false
-}
-
-func anyBYOK(p *plan.Plan) bool {
-	for i := range p.Candidates {
-		if p.Candidates[i].BYOK {
-			return true
-		}
-	}
-	return false
 }
 
 // keepBYOK removes p's house candidates, recording each as dropped for insufficient credit.
