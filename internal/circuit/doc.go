@@ -13,9 +13,10 @@
 //     the probe slot).
 //   - R-CIRCUIT-4: an upstream_rate_limited failure counts on the deployment circuit and pauses
 //     every deployment of that provider for the retry-after, clamped to 1..60s.
-//   - R-CIRCUIT-5: a hang (failure.Error.Hang) counts on the deployment circuit and on the
-//     (deployment, model) circuit, so a model that hangs is paused at that deployment while the
-//     deployment's other models keep serving.
+//   - R-CIRCUIT-5: a hang (failure.Error.Hang) counts on the (deployment, model) circuit only
+//     (it is neutral on the deployment circuit), so a model that hangs is paused at that
+//     deployment while the deployment's other models keep serving (seed 000: "its other models
+//     keep answering"; issue 11 item 1).
 //   - R-CIRCUIT-6: [Set.Open] is what routing asks to decide that every route is cooling down;
 //     the 503 itself is written elsewhere.
 //   - R-CIRCUIT-7: thresholds and durations come from [Settings] (config routing.circuit).

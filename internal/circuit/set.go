@@ -156,10 +156,11 @@ func (s *Set) Admit(provider, deployment, model string) (Ticket, error) {
 //   - nil: Success on both circuits.
 //   - A class whose CountsOnCircuit is false, including Cancelled (R-CIRCUIT-3, R-FAIL-11):
 //     Neutral on both; a probe slot is freed without a transition.
-//   - A counted class: Failure on the deployment circuit. On the (deployment, model) circuit it
-//     is a Failure only when failure.Error.Hang is set (R-CIRCUIT-5); a non-hang failure is
-//     Neutral there, so it neither opens nor resets the hang count and the model's other
-//     deployments' state is untouched.
+//   - A counted class that is not a hang: Failure on the deployment circuit, Neutral on the
+//     (deployment, model) circuit, so it neither opens nor resets the hang count.
+//   - A hang (failure.Error.Hang): Failure on the (deployment, model) circuit only and Neutral
+//     on the deployment circuit (neither counts nor resets its run), so hangs of one model pause
+//     that model at that deployment while its other models keep serving (R-CIRCUIT-5).
 //   - A Hang whose class is Cancelled (the headers deadline passed, then the caller left) counts
 //     as a hang: the provider failed first (R-CIRCUIT-5 "ends by deadline or by cancellation").
 //   - UpstreamRateLimited also pauses the provider for failure.Error.RetryAfter clamped to
@@ -181,10 +182,13 @@ func (t Ticket) Done(err error) {
 		t.model.Report(t.modelToken, Neutral)
 		return
 	}
-	t.deployment.Report(t.depToken, Failure)
 	if fe.Hang {
+		// A hang pauses the model at the deployment, never the deployment (R-CIRCUIT-5, seed
+		// 000 "its other models keep answering"): neutral on the deployment circuit.
+		t.deployment.Report(t.depToken, Neutral)
 		t.model.Report(t.modelToken, Failure)
 	} else {
+		t.deployment.Report(t.depToken, Failure)
 		t.model.Report(t.modelToken, Neutral)
 	}
 	if fe.Class == failure.UpstreamRateLimited {

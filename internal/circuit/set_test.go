@@ -83,19 +83,31 @@ func TestSetHang(t *testing.T) {
 	}
 }
 
-// TestSetHangOpensDeploymentToo: two hangs in a row with nothing between also count on D
-// (R-CIRCUIT-5: a hang counts on both circuits).
-func TestSetHangOpensDeploymentToo(t *testing.T) {
+// TestSetHangLeavesDeploymentClosed: two hangs of A in a row with nothing between open (D, A)
+// only; D's circuit neither counts a hang nor has its run of other failures reset by one
+// (R-CIRCUIT-5, seed 000 "its other models keep answering").
+func TestSetHangLeavesDeploymentClosed(t *testing.T) {
 	s, _ := newTestSet()
 	attempt(t, s, "p", "D", "A", hang())
 	attempt(t, s, "p", "D", "A", hang())
-	if got := stateOf(s, "D", ""); got.State != Open {
-		t.Fatalf("deployment D is %v, want open", got.State)
+	if got := stateOf(s, "D", ""); got.State != Closed {
+		t.Fatalf("deployment D is %v after two hangs of A, want closed", got.State)
 	}
-	_, err := s.Admit("p", "D", "B")
-	var oe *OpenError
-	if !errors.As(err, &oe) || oe.Model != "" || oe.Deployment != "D" {
-		t.Fatalf("Admit(D, B) = %v, want the deployment circuit's refusal", err)
+	if got := stateOf(s, "D", "A"); got.State != Open {
+		t.Fatalf("(D, A) is %v after two hangs, want open", got.State)
+	}
+	attempt(t, s, "p", "D", "B", nil)
+
+	// A hang between two 502s of B neither resets D's run nor counts in it.
+	s, _ = newTestSet()
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	attempt(t, s, "p", "D", "A", hang())
+	if got := stateOf(s, "D", ""); got.State != Closed {
+		t.Fatalf("D is %v after one 502 and one hang, want closed (the hang does not count there)", got.State)
+	}
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	if got := stateOf(s, "D", ""); got.State != Open {
+		t.Fatalf("D is %v after 502, hang, 502, want open (the hang did not reset the run)", got.State)
 	}
 }
 
@@ -113,9 +125,9 @@ func TestSetCounting(t *testing.T) {
 		{"plain transport error is upstream_error", errors.New("connection reset"), true, false},
 		{"upstream_auth counts", failure.New(failure.UpstreamAuth, "bad key"), true, false},
 		{"truncation after commit counts", failure.New(failure.UpstreamTruncated, "cut"), true, false},
-		{"hang counts on both", hang(), true, true},
-		{"deadline cause is a hang", context.DeadlineExceeded, true, true},
-		{"hang then caller cancel counts on both", &failure.Error{Class: failure.Cancelled, Hang: true}, true, true},
+		{"hang counts on the (deployment, model) circuit only", hang(), false, true},
+		{"deadline cause is a hang", context.DeadlineExceeded, false, true},
+		{"hang then caller cancel counts as a hang", &failure.Error{Class: failure.Cancelled, Hang: true}, false, true},
 		{"invalid_request never counts", failure.New(failure.InvalidRequest, "bad"), false, false},
 		{"context_overflow never counts", failure.New(failure.ContextOverflow, "big"), false, false},
 		{"content_policy never counts", failure.New(failure.ContentPolicy, "no"), false, false},
@@ -148,6 +160,8 @@ func TestSetNeutralFreesProbe(t *testing.T) {
 	s, clk := newTestSet()
 	attempt(t, s, "p", "D", "A", hang())
 	attempt(t, s, "p", "D", "A", hang())
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
 	clk.Advance(DefaultCooldown)
 	tk, err := s.Admit("p", "D", "A")
 	if err != nil {
@@ -178,7 +192,9 @@ func TestSetModelRefusalReturnsDeploymentProbe(t *testing.T) {
 	clk := newClock()
 	s := NewSet(Settings{Cooldown: 10 * time.Second, Now: clk.Now}, Settings{Cooldown: time.Minute, Now: clk.Now})
 	attempt(t, s, "p", "D", "A", hang())
-	attempt(t, s, "p", "D", "A", hang()) // D open until 10s, (D, A) until 60s
+	attempt(t, s, "p", "D", "A", hang()) // (D, A) open until 60s
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502")) // D open until 10s
 	clk.Advance(10 * time.Second)
 
 	_, err := s.Admit("p", "D", "A")
@@ -284,7 +300,7 @@ func TestSetStates(t *testing.T) {
 	attempt(t, s, "p", "D1", "B", hang())
 	clk.Advance(time.Second)
 	want := []StateInfo{
-		{Deployment: "D1", State: Open, OpenUntil: epoch.Add(DefaultCooldown)},
+		{Deployment: "D1", State: Closed},
 		{Deployment: "D1", Model: "A", State: Closed},
 		{Deployment: "D1", Model: "B", State: Open, OpenUntil: epoch.Add(DefaultCooldown)},
 		{Deployment: "D2", State: Closed},

@@ -19,6 +19,11 @@ type modelEndpoint struct {
 	// Circuit is the worst of the deployment's circuit and its (deployment, model) circuit:
 	// closed, open or half-open.
 	Circuit string `json:"circuit"`
+	// DeploymentCircuit is the deployment's own circuit (counted failures that are not hangs,
+	// R-CIRCUIT-1) and ModelCircuit its (deployment, model) circuit (hangs only, R-CIRCUIT-5):
+	// closed, open or half-open each.
+	DeploymentCircuit string `json:"deployment_circuit"`
+	ModelCircuit      string `json:"model_circuit"`
 	// Uptime is the success ratio over the last 24 hours with the counting rules of the circuits
 	// (upstream 429s and caller faults excluded); null until 100 requests were counted
 	// (R-CIRCUIT-8).
@@ -58,12 +63,10 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 		if d.Reserved {
 			continue
 		}
-		state := states[[2]string{d.Name, ""}]
-		if ms := states[[2]string{d.Name, rt.Model}]; ms > state {
-			state = ms
-		}
+		ds, ms := states[[2]string{d.Name, ""}], states[[2]string{d.Name, rt.Model}]
 		ep := modelEndpoint{Deployment: d.Name, Provider: d.Provider, Dialect: string(d.Dialect),
-			UpstreamModel: res.UpstreamModel(rt), Circuit: state.String()}
+			UpstreamModel: res.UpstreamModel(rt), Circuit: max(ds, ms).String(),
+			DeploymentCircuit: ds.String(), ModelCircuit: ms.String()}
 		if u, ok := s.stats.Uptime(d.Name, rt.Model); ok {
 			ep.Uptime = &u
 		}

@@ -224,6 +224,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	}
 	s.models = buildModelLists(cat)
 	s.metrics = newMetrics()
+	s.metrics.reg.MustRegister(circuitCollector{s.circuits})
 	s.pool.New = func() any { return new(callState) }
 
 	mux := http.NewServeMux()

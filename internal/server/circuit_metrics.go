@@ -1,0 +1,38 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchyard-gw/switchyard/internal/circuit"
+)
+
+// circuitStateDesc is the gauge switchyard_circuit_state{deployment, model, scope}: one series
+// per circuit created so far, 0 closed, 1 open, 2 half-open. scope is "deployment" for a
+// deployment's circuit (model "") and "model" for its (deployment, model) hang circuit
+// (R-CIRCUIT-1, R-CIRCUIT-5). Callers' own connections (BYOK, "byok:<id>") are left out so the
+// label values stay bounded by the configuration.
+var circuitStateDesc = prometheus.NewDesc("switchyard_circuit_state",
+	"Circuit state by deployment and model (scope deployment: the deployment's circuit, model \"\"; scope model: the (deployment, model) hang circuit): 0 closed, 1 open, 2 half-open.",
+	[]string{"deployment", "model", "scope"}, nil)
+
+// circuitCollector reads the circuit set at scrape time; it costs the request path nothing.
+type circuitCollector struct{ set *circuit.Set }
+
+// Describe implements prometheus.Collector.
+func (c circuitCollector) Describe(ch chan<- *prometheus.Desc) { ch <- circuitStateDesc }
+
+// Collect implements prometheus.Collector.
+func (c circuitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.set.States() {
+		if strings.HasPrefix(st.Deployment, "byok:") {
+			continue
+		}
+		scope := "model"
+		if st.Model == "" {
+			scope = "deployment"
+		}
+		ch <- prometheus.MustNewConstMetric(circuitStateDesc, prometheus.GaugeValue, float64(st.State), st.Deployment, st.Model, scope)
+	}
+}
