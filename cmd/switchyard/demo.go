@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -77,10 +76,11 @@ func demoFlaky(p *fakeprovider.Provider, status int) {
 }
 
 func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs := newFlags("demo", "demo [--listen ADDR] [--store URL]",
+		"Runs the gateway with emulated providers (no keys needed), authentication off; every other\nrequest to a primary deployment fails, so failover shows in the audit.")
 	listen := fs.String("listen", "127.0.0.1:8080", "listen address")
 	storeURL := fs.String("store", "sqlite://switchyard-demo.db", "store URL for the audit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	fakes := []struct {
@@ -111,7 +111,7 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, cfg, func(addr string) { printDemo(out, addr) })
+	return run(ctx, cfg, runOptions{ready: func(addr string) { printDemo(out, addr) }})
 }
 
 func printDemo(out io.Writer, addr string) {

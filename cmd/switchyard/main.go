@@ -29,103 +29,223 @@ import (
 const usage = `usage: switchyard <command> [flags]
 
 commands:
+  demo           run the gateway with emulated providers and a scripted failover (no keys needed)
   serve          run the gateway (--config FILE, --listen ADDR)
-  demo           run the gateway with emulated providers and a scripted failover (--listen ADDR, --store URL)
-  fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
+  init           write a commented starter switchyard.yaml (the built-in catalog)
   check          validate a configuration (--config FILE)
-  route          print the plan of a model (--config FILE --model ID [--key NAME] [--json])
+  route          print the plan of a model (--model ID [--config FILE] [--key NAME] [--json])
+  fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
+  version        print the version (also --version)
+
+Without --config, serve, check and route read ./switchyard.yaml if present, else the built-in
+catalog. "switchyard <command> --help" lists a command's flags.
 `
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runMain runs the command line args (without the program name) and returns the exit status:
+// 0 on success and for help, 1 when the command failed, 2 for a usage error.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	cliOut, cliErr = stdout, stderr
+	if len(args) < 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, os.Args[2:])
+		err = cmdServe(ctx, args[1:])
 	case "demo":
-		err = cmdDemo(ctx, os.Args[2:], os.Stdout)
+		err = cmdDemo(ctx, args[1:], stdout)
 	case "fake-provider":
-		err = cmdFakeProvider(ctx, os.Args[2:])
+		err = cmdFakeProvider(ctx, args[1:])
 	case "check":
-		err = cmdCheck(os.Args[2:], os.Stdout)
+		err = cmdCheck(args[1:], stdout)
 	case "route":
-		err = cmdRoute(os.Args[2:], os.Stdout)
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
+		err = cmdRoute(args[1:], stdout)
+	case "init":
+		err = cmdInit(args[1:], stdout)
+	case "version", "--version", "-version", "-v":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "-h", "--help", "-help", "help":
+		if len(args) > 1 && args[1] != "help" && !strings.HasPrefix(args[1], "-") {
+			return runMain([]string{args[1], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "switchyard: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "switchyard: unknown command %q\n\n%s", args[0], usage)
+		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "switchyard: %v\n", err)
-		os.Exit(1)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2 // the flag package has printed the problem and the command's usage
 	}
+	fmt.Fprintf(stderr, "switchyard: %v\n", err)
+	return 1
+}
+
+// cliOut and cliErr are where flag usage and usage mistakes go (runMain's writers).
+var cliOut, cliErr io.Writer = os.Stdout, os.Stderr
+
+// errUsage marks a command-line mistake already reported by the flag package.
+var errUsage = errors.New("usage")
+
+// newFlags returns the flag set of a command whose synopsis (after "switchyard ") is synopsis;
+// its usage text goes to stdout for --help and to stderr for a mistake.
+func newFlags(name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: switchyard %s\n\n%s\n", synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args into fs: --help prints the usage on stdout and returns flag.ErrHelp; a
+// bad flag prints the problem and the usage on stderr and returns errUsage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(cliOut)
+			fs.Usage()
+			return flag.ErrHelp
+		}
+	}
+	fs.SetOutput(cliErr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 && fs.Name() != "import" {
+		fmt.Fprintf(cliErr, "switchyard %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return errUsage
+	}
+	return nil
 }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", args...)
 }
 
+// builtinName names the built-in catalog in messages.
+const builtinName = "the built-in catalog"
+
+// loadConfig reads the configuration the way serve, check, route and reload all do: file when
+// given, else ./switchyard.yaml when it exists, else the built-in catalog (config.Default; then
+// builtin is true). name is what messages call it.
+func loadConfig(file string) (cfg *config.Config, name string, builtin bool, err error) {
+	switch {
+	case file != "":
+		cfg, err = config.Load(file)
+		return cfg, file, false, err
+	case fileExists("switchyard.yaml"):
+		cfg, err = config.Load("switchyard.yaml")
+		return cfg, "switchyard.yaml", false, err
+	}
+	return config.Default(), builtinName, true, nil
+}
+
+// checkConfig is what check, serve and reload require of a configuration beyond config.Load:
+// a catalog that builds, at least one model and one deployment (else the gateway could serve
+// nothing), a store URL the store accepts, an admission store this build has. warn receives the
+// warnings (nil discards them).
+func checkConfig(cfg *config.Config, name string, warn func(string)) (*catalog.Catalog, error) {
+	if warn == nil {
+		warn = func(string) {}
+	}
+	var missing []string
+	if len(cfg.Models) == 0 {
+		missing = append(missing, "models")
+	}
+	if len(cfg.Deployments) == 0 {
+		missing = append(missing, "deployments")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s: no %s: a gateway without them serves nothing; "+
+			"run `switchyard init` for a starter file, or see docs/configuration.md", name, strings.Join(missing, " and no "))
+	}
+	cat, err := catalog.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Check(cfg.Store.URL); err != nil {
+		return nil, fmt.Errorf("%s: store.url: %w", name, err)
+	}
+	if strings.HasPrefix(cfg.Admission.URL, "redis") {
+		return nil, fmt.Errorf("%s: admission.url: redis is not supported yet (use memory://)", name)
+	}
+	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
+		warn(fmt.Sprintf("%s: warning: auth.required is false and server.listen %q is not a loopback address", name, cfg.Server.Listen))
+	}
+	if cfg.Admin.Token != "" && cfg.Store.SecretKey == "" {
+		warn(fmt.Sprintf("%s: warning: store.secret_key is empty: BYOK connections' API keys are stored in the clear", name))
+	}
+	return cat, nil
+}
+
 func cmdCheck(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	file := fs.String("config", "switchyard.yaml", "configuration file")
-	if err := fs.Parse(args); err != nil {
+	fs := newFlags("check", "check [--config FILE]",
+		"Validates a configuration like serve and reload do: exit 0 and a summary, or exit 1 and every\nproblem as FILE:LINE: path: message.")
+	file := fs.String("config", "", "configuration file (default ./switchyard.yaml if present, else the built-in catalog)")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*file)
+	cfg, name, _, err := loadConfig(*file)
 	if err != nil {
 		return err
 	}
-	if _, err := catalog.New(cfg); err != nil {
+	if _, err := checkConfig(cfg, name, func(w string) { fmt.Fprintln(out, w) }); err != nil {
 		return err
 	}
-	if err := store.Check(cfg.Store.URL); err != nil {
-		return fmt.Errorf("%s: store.url: %w", *file, err)
-	}
-	if strings.HasPrefix(cfg.Admission.URL, "redis") {
-		return fmt.Errorf("%s: admission.url: redis is not supported yet (use memory://)", *file)
-	}
-	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
-		fmt.Fprintf(out, "%s: warning: auth.required is false and server.listen %q is not a loopback address\n", *file, cfg.Server.Listen)
-	}
-	if cfg.Admin.Token != "" && cfg.Store.SecretKey == "" {
-		fmt.Fprintf(out, "%s: warning: store.secret_key is empty: BYOK connections' API keys are stored in the clear\n", *file)
-	}
-	fmt.Fprintf(out, "%s: ok (%d models, %d deployments)\n", *file, len(cfg.Models), len(cfg.Deployments))
+	fmt.Fprintf(out, "%s: ok (%d models, %d deployments)\n", name, len(cfg.Models), len(cfg.Deployments))
 	return nil
 }
 
 func cmdServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlags("serve", "serve [--config FILE] [--listen ADDR]",
+		"Runs the gateway. SIGTERM or SIGINT drains in-flight requests and exits.")
 	file := fs.String("config", "", "configuration file (default ./switchyard.yaml if present, else the built-in catalog)")
 	listen := fs.String("listen", "", "listen address, overrides server.listen")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var cfg *config.Config
-	var err error
-	switch {
-	case *file != "":
-		cfg, err = config.Load(*file)
-	case fileExists("switchyard.yaml"):
-		cfg, err = config.Load("switchyard.yaml")
-	default:
-		cfg = config.Default()
-		err = defaultServe(ctx, cfg)
-	}
+	cfg, name, builtin, err := loadConfig(*file)
 	if err != nil {
 		return err
 	}
 	if *listen != "" {
 		cfg.Server.Listen = *listen
 	}
-	return run(ctx, cfg, nil)
+	if builtin {
+		if os.Getenv("SWITCHYARD_API_KEY") == "" && !isLoopback(cfg.Server.Listen) {
+			return fmt.Errorf("refusing to serve the built-in catalog without authentication on %s, which is not a loopback address: "+
+				"export SWITCHYARD_API_KEY=<a secret your apps will send>, or write a configuration with `switchyard init`", cfg.Server.Listen)
+		}
+		if err := defaultServe(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	if _, err := checkConfig(cfg, name, func(w string) { logf("%s", w) }); err != nil {
+		return err
+	}
+	opts := runOptions{}
+	return run(ctx, cfg, opts)
 }
 
 // defaultServe prepares the built-in catalog: a key from SWITCHYARD_API_KEY when set, else
@@ -185,9 +305,15 @@ func startFake(ctx context.Context, p http.Handler, d catalog.Dialect) (string, 
 	return base, nil
 }
 
+// runOptions are run's optional hooks.
+type runOptions struct {
+	// ready, when non-nil, receives the listen address once connections are accepted.
+	ready func(addr string)
+}
+
 // run serves cfg until ctx ends, then drains: in-flight requests and streams get
-// server.shutdown_grace to finish (contract.md). ready, when non-nil, receives the address.
-func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error {
+// server.shutdown_grace to finish (contract.md).
+func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	cat, err := catalog.New(cfg)
 	if err != nil {
 		return err
@@ -226,8 +352,8 @@ func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	fmt.Fprintf(os.Stderr, "listening on %s\n", ln.Addr())
-	if ready != nil {
-		ready(ln.Addr().String())
+	if opts.ready != nil {
+		opts.ready(ln.Addr().String())
 	}
 	select {
 	case err := <-errc:
@@ -258,10 +384,11 @@ func run(ctx context.Context, cfg *config.Config, ready func(addr string)) error
 }
 
 func cmdFakeProvider(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("fake-provider", flag.ContinueOnError)
+	fs := newFlags("fake-provider", "fake-provider [--addr ADDR] [--dialect openai|anthropic]",
+		"Runs the scriptable emulated provider (docs/fake-provider.md).")
 	addr := fs.String("addr", "127.0.0.1:9001", "listen address")
 	d := fs.String("dialect", "openai", "openai or anthropic")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *d != string(catalog.OpenAI) && *d != string(catalog.Anthropic) {

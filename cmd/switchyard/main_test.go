@@ -27,17 +27,20 @@ func TestCheck(t *testing.T) {
 		t.Errorf("warned about secret_key without the admin API: %q", out.String())
 	}
 	adm := filepath.Join(dir, "admin.yaml")
-	os.WriteFile(adm, []byte("auth: {required: false}\nadmin: {token: t0123456789}\n"), 0o600)
+	os.WriteFile(adm, []byte(minimal+"admin: {token: t0123456789}\n"), 0o600)
 	out.Reset()
 	if err := cmdCheck([]string{"--config", adm}, &out); err != nil || !strings.Contains(out.String(), "warning: store.secret_key is empty") {
 		t.Fatalf("admin API without store.secret_key: %v %q; want a warning", err, out.String())
 	}
 	pg := filepath.Join(dir, "pg.yaml")
-	os.WriteFile(pg, []byte("auth: {required: false}\nstore: {url: 'mysql://h/db'}\n"), 0o600)
+	os.WriteFile(pg, []byte(minimal+"store: {url: 'mysql://h/db'}\n"), 0o600)
 	if err := cmdCheck([]string{"--config", pg}, &out); err == nil || !strings.Contains(err.Error(), "store") {
 		t.Fatalf("an unsupported store passed check: %v", err)
 	}
 }
+
+// minimal is the smallest configuration check accepts: one model served by one deployment.
+const minimal = "auth: {required: false}\nmodels: [{id: m}]\ndeployments: [{name: d, dialect: openai, base_url: 'http://127.0.0.1:1/v1', routes: [{model: m}]}]\n"
 
 func TestIsLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{"127.0.0.1:8080": true, "[::1]:1": true, "localhost:1": true, "0.0.0.0:8080": false, ":8080": false, "10.0.0.1:1": false} {

@@ -2,15 +2,16 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
-	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/server"
 )
 
@@ -18,18 +19,21 @@ import (
 // minimal chat request for the model (R-ORDER-8), built by the same code as POST /v1/route, on
 // a gateway that has served nothing yet (every circuit closed, no measurements).
 func cmdRoute(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("route", flag.ContinueOnError)
-	file := fs.String("config", "switchyard.yaml", "configuration file")
+	fs := newFlags("route", "route --model ID [--config FILE] [--key NAME] [--json]",
+		"Prints the plan of a minimal chat request for the model on a gateway that has served nothing\nyet: candidates in order with band, score and weight, and the routes dropped with reasons.")
+	file := fs.String("config", "", "configuration file (default ./switchyard.yaml if present, else the built-in catalog)")
 	model := fs.String("model", "", "model id as a caller sends it (suffixes allowed)")
 	key := fs.String("key", "", "name of a configured key whose settings apply")
 	asJSON := fs.Bool("json", false, "print the plan as JSON (the POST /v1/route answer)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *model == "" {
-		return fmt.Errorf("route: --model is required")
+		fmt.Fprintln(cliErr, "switchyard route: --model is required")
+		fs.Usage()
+		return errUsage
 	}
-	cfg, err := config.Load(*file)
+	cfg, name, _, err := loadConfig(*file)
 	if err != nil {
 		return err
 	}
@@ -41,7 +45,7 @@ func cmdRoute(args []string, out io.Writer) error {
 	body = append(body, `,"messages":[{"role":"user","content":""}]}`...)
 	p, err := server.Explain(cfg, cat, *key, body)
 	if err != nil {
-		return err
+		return cliError(err, name, cat)
 	}
 	return printPlan(out, p, *asJSON)
 }
@@ -95,4 +99,27 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// cliError rewords a request error for the command line: an unknown model names the models
+// the configuration has and where to add one, instead of the HTTP surface's hint.
+func cliError(err error, name string, cat *catalog.Catalog) error {
+	var fe *failure.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	if fe.Class == failure.ModelUnavailable && strings.Contains(fe.Msg, " is not served here;") {
+		ids := make([]string, 0, len(cat.Models))
+		for _, m := range cat.Models {
+			ids = append(ids, m.ID)
+		}
+		msg, _, _ := strings.Cut(fe.Msg, " is not served here;")
+		return fmt.Errorf("%s is not in %s; its models are: %s (add one under models: and route it from a deployment)",
+			msg, name, strings.Join(ids, ", "))
+	}
+	msg := fe.Msg
+	if i := strings.Index(msg, "; GET /v1/"); i >= 0 {
+		msg = msg[:i]
+	}
+	return fmt.Errorf("%s: %s", fe.Class, msg)
 }

@@ -101,7 +101,7 @@ keys:
 	if f := strings.Fields(droppedPart); len(f) != 3 || f[0] != "vip" || f[2] != "reserved" {
 		t.Errorf("public plan does not show vip dropped as reserved:\n%s", out.String())
 	}
-	if err := cmdRoute([]string{"--config", f, "--model", "acme/chat", "--key", "other"}, &out); err == nil || !strings.Contains(err.Error(), "not served here") {
+	if err := cmdRoute([]string{"--config", f, "--model", "acme/chat", "--key", "other"}, &out); err == nil || !strings.Contains(err.Error(), `"acme/chat" is not in`) {
 		t.Errorf("another account's endpoint: %v, want the unknown-model error", err)
 	}
 }

@@ -122,3 +122,12 @@ func Default() *Config {
 	c.File = ""
 	return c
 }
+
+//go:embed starter.yaml
+var starterYAML []byte
+
+// Starter returns the commented starter configuration `switchyard init` writes: the built-in
+// catalog (the same models and deployments as Default) with every section explained, one
+// static key read from ${SWITCHYARD_API_KEY}, and authentication required. It is valid when
+// SWITCHYARD_API_KEY is set (TestStarter).
+func Starter() []byte { return append([]byte(nil), starterYAML...) }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command line in dir and returns its exit status and outputs.
+func runCLI(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	if dir != "" {
+		t.Chdir(dir)
+	}
+	var out, errOut bytes.Buffer
+	code := runMain(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// Exit statuses: help of every kind is 0 on stdout, a usage mistake 2, a failed command 1.
+func TestCLIExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"help"}, 0},
+		{[]string{"--help"}, 0},
+		{[]string{"-h"}, 0},
+		{[]string{"help", "route"}, 0},
+		{[]string{"serve", "--help"}, 0},
+		{[]string{"check", "-h"}, 0},
+		{[]string{"route", "--help"}, 0},
+		{[]string{"demo", "--help"}, 0},
+		{[]string{"init", "--help"}, 0},
+		{[]string{"fake-provider", "--help"}, 0},
+		{[]string{"version"}, 0},
+		{[]string{"--version"}, 0},
+		{nil, 2},
+		{[]string{"frobnicate"}, 2},
+		{[]string{"serve", "--bogus"}, 2},
+		{[]string{"check", "extra-arg"}, 2},
+		{[]string{"route"}, 2}, // --model is required
+		{[]string{"check", "--config", "/nonexistent/switchyard.yaml"}, 1},
+	} {
+		code, _, _ := runCLI(t, "", tc.args...)
+		if code != tc.code {
+			t.Errorf("switchyard %s: exit %d, want %d", strings.Join(tc.args, " "), code, tc.code)
+		}
+	}
+	_, out, _ := runCLI(t, "", "serve", "--help")
+	if !strings.Contains(out, "usage: switchyard serve") || !strings.Contains(out, "-listen") {
+		t.Errorf("serve --help printed %q", out)
+	}
+	_, out, _ = runCLI(t, "", "--version")
+	if !strings.HasPrefix(out, "switchyard ") {
+		t.Errorf("--version printed %q", out)
+	}
+}
+
+// --version carries the module version, the VCS revision and whether the tree was modified.
+func TestFormatVersion(t *testing.T) {
+	bi := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	got := formatVersion(bi, "", "")
+	if !strings.HasPrefix(got, "switchyard v1.2.3 (rev 0123456789ab+dirty, 2026-12-01T10:00:00Z) go") {
+		t.Errorf("formatVersion = %q", got)
+	}
+	if got := formatVersion(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v2.0.0", "abc"); !strings.HasPrefix(got, "switchyard v2.0.0 (rev abc) go") {
+		t.Errorf("release build: formatVersion = %q", got)
+	}
+	if got := formatVersion(nil, "", ""); !strings.HasPrefix(got, "switchyard (devel) go") {
+		t.Errorf("no build info: %q", got)
+	}
+}
+
+// check and route take the same default as serve: ./switchyard.yaml when present, else the
+// built-in catalog.
+func TestCheckAndRouteDefault(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, dir, "check")
+	if code != 0 || !strings.Contains(out, "the built-in catalog: ok (7 models, 2 deployments)") {
+		t.Fatalf("check without a file: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, dir, "route", "--model", "claude-haiku-4-5")
+	if code != 0 || !strings.Contains(out, "anthropic") {
+		t.Fatalf("route on the built-in catalog: %d %q %q", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "switchyard.yaml"), []byte(minimal), 0o600)
+	code, out, _ = runCLI(t, dir, "check")
+	if code != 0 || !strings.Contains(out, "switchyard.yaml: ok (1 models, 1 deployments)") {
+		t.Fatalf("check with ./switchyard.yaml: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, dir, "route", "--model", "m")
+	if code != 0 || !strings.Contains(out, "model m -> m") {
+		t.Fatalf("route with ./switchyard.yaml: %d %q", code, out)
+	}
+	// An unknown model is explained for the command line: no HTTP hint, the models it has.
+	code, _, errOut = runCLI(t, dir, "route", "--model", "nope")
+	if code != 1 || strings.Contains(errOut, "GET /v1") || !strings.Contains(errOut, `model "nope" is not in switchyard.yaml; its models are: m`) {
+		t.Errorf("route --model nope: %d %q", code, errOut)
+	}
+}
+
+// check refuses a configuration that could serve nothing, an empty file included.
+func TestCheckRefusesEmpty(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"empty.yaml":    "",
+		"nomodels.yaml": "auth: {required: false}\n",
+		"nodeps.yaml":   "auth: {required: false}\nmodels: [{id: m}]\n",
+	} {
+		f := filepath.Join(dir, name)
+		os.WriteFile(f, []byte(body), 0o600)
+		code, _, errOut := runCLI(t, "", "check", "--config", f)
+		if code != 1 || !strings.Contains(errOut, "no deployments") || !strings.Contains(errOut, "switchyard init") {
+			t.Errorf("check %s: exit %d %q; want 1 naming what is missing", name, code, errOut)
+		}
+	}
+}
+
+// init writes the commented starter file, which check accepts once the variables it reads are
+// set, and never replaces an existing file without --force.
+func TestInit(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, dir, "init")
+	if code != 0 || !strings.Contains(out, "wrote switchyard.yaml") || !strings.Contains(out, "switchyard check") {
+		t.Fatalf("init: %d %q %q", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "switchyard.yaml"))
+	if err != nil || !bytes.HasPrefix(data, []byte("# switchyard.yaml")) {
+		t.Fatalf("init wrote %q, %v", data, err)
+	}
+	t.Setenv("SWITCHYARD_API_KEY", "k-0123456789abcdef")
+	code, out, errOut = runCLI(t, dir, "check")
+	if code != 0 || !strings.Contains(out, "switchyard.yaml: ok (7 models, 2 deployments)") {
+		t.Fatalf("check of the starter file: %d %q %q", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "switchyard.yaml"), []byte("# mine\n"), 0o600)
+	code, _, errOut = runCLI(t, dir, "init")
+	if code != 1 || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("init over an existing file: %d %q", code, errOut)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "switchyard.yaml")); string(data) != "# mine\n" {
+		t.Fatalf("init replaced an existing file")
+	}
+	if code, _, _ = runCLI(t, dir, "init", "--force"); code != 0 {
+		t.Fatalf("init --force: %d", code)
+	}
+	code, out, _ = runCLI(t, dir, "init", "--output", "-")
+	if code != 0 || !strings.HasPrefix(out, "# switchyard.yaml") {
+		t.Fatalf("init --output -: %d", code)
+	}
+}
