@@ -266,6 +266,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.ledger != nil {
 		parts = append(parts, s.ledger.Run, s.cache.Run)
 	}
+	if feed, ok := s.accts.(accounts.ChangeFeed); ok && s.cache != nil {
+		// Changes made through other replicas reach this one at once (Postgres LISTEN/NOTIFY);
+		// the poll of cache.Run stays the fallback (docs/deploy.md).
+		parts = append(parts, func(ctx context.Context) error { return s.cache.Follow(ctx, feed) })
+	}
 	errs := make(chan error, len(parts))
 	var wg sync.WaitGroup
 	for _, run := range parts {

@@ -25,6 +25,34 @@ type Store struct {
 	db        *sql.DB
 	pg        bool
 	forUpdate string // " FOR UPDATE" on Postgres; SQLite's write transactions lock the database
+	// feedScope is the schema whose changes this store announces on [ChangeChannel]; "" (SQLite,
+	// or a Postgres store before EnableChangeFeed) announces nothing.
+	feedScope string
+}
+
+// ChangeChannel is the Postgres NOTIFY channel of the change feed. Each payload is
+// "<schema>|<change>", the change in accounts.Change's wire form ("key:key_abc"): channels are
+// per database, so several gateways in schemas of one database tell their changes apart.
+const ChangeChannel = "switchyard_changes"
+
+// EnableChangeFeed makes every write of the Postgres store announce what it changed on
+// [ChangeChannel] (pg_notify, inside the write's transaction: delivered at its commit, never
+// for a rollback), scoped to schema (the store's, current_schema()). It must be called before
+// the store is used; it does nothing on SQLite.
+func (s *Store) EnableChangeFeed(schema string) {
+	if s.pg {
+		s.feedScope = schema
+	}
+}
+
+// notify announces ch in tx (Postgres with the feed enabled; else nothing).
+func (s *Store) notify(ctx context.Context, tx *sql.Tx, kind accounts.ChangeKind, id string) error {
+	if s.feedScope == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, ChangeChannel,
+		s.feedScope+"|"+accounts.Change{Kind: kind, ID: id}.String())
+	return err
 }
 
 // New returns the accounts store over db, whose schema must include migration 0002_accounts.

@@ -76,7 +76,10 @@ func (s *Store) CreatePolicy(ctx context.Context, p *accounts.Policy) error {
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO policies (id, account_id, name, "order", funding, attempt_limit, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)`), p.ID, p.AccountID, p.Name, order, string(funding), p.AttemptLimit, createdAt(p.CreatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, accounts.ChangePolicy, p.ID)
 	}))
 }
 
@@ -129,7 +132,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, id string, f func(*accounts.Po
 			return err
 		}
 		out = p
-		return nil
+		return s.notify(ctx, tx, accounts.ChangePolicy, id)
 	})
 	if err != nil {
 		return nil, wrap("updating policy", err)
@@ -154,42 +157,50 @@ func (s *Store) CreateConnection(ctx context.Context, c *accounts.Connection) er
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO connections (id, key_id, provider, dialect, base_url, api_key, models, created_at, revoked_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), c.ID, c.KeyID, c.Provider, c.Dialect, c.BaseURL, c.APIKey, models,
 			createdAt(c.CreatedAt), nanos(c.RevokedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, accounts.ChangeConnection, c.ID)
 	}))
 }
 
-// DeletePolicy implements accounts.PolicyStore: one DELETE of the policy's row.
+// DeletePolicy implements accounts.PolicyStore: one DELETE of the policy's row (and its
+// change notice, in the same transaction).
 func (s *Store) DeletePolicy(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM policies WHERE id = ?`), id)
-	if err != nil {
-		return wrap("deleting policy", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap("deleting policy", err)
-	}
-	if n == 0 {
-		return wrap("deleting policy", fmt.Errorf("no policy %q: %w", id, accounts.ErrNotFound))
-	}
-	return nil
+	return wrap("deleting policy", s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM policies WHERE id = ?`), id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no policy %q: %w", id, accounts.ErrNotFound)
+		}
+		return s.notify(ctx, tx, accounts.ChangePolicy, id)
+	}))
 }
 
 // RevokeConnection implements accounts.PolicyStore: one UPDATE of the connection's row while it
 // is the key's and active.
 func (s *Store) RevokeConnection(ctx context.Context, keyID, connID string, at time.Time) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE connections SET revoked_at = ? WHERE id = ? AND key_id = ? AND revoked_at IS NULL`),
-		createdAt(at), connID, keyID)
-	if err != nil {
-		return wrap("revoking connection", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap("revoking connection", err)
-	}
-	if n == 0 {
-		return wrap("revoking connection", fmt.Errorf("no active connection %q of key %q: %w", connID, keyID, accounts.ErrNotFound))
-	}
-	return nil
+	return wrap("revoking connection", s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE connections SET revoked_at = ? WHERE id = ? AND key_id = ? AND revoked_at IS NULL`),
+			createdAt(at), connID, keyID)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no active connection %q of key %q: %w", connID, keyID, accounts.ErrNotFound)
+		}
+		return s.notify(ctx, tx, accounts.ChangeConnection, connID)
+	}))
 }
 
 // ActiveConnections implements accounts.PolicyStore.

@@ -28,7 +28,10 @@ func (s *Store) CreateAccount(ctx context.Context, a *accounts.Account) error {
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO accounts (id, name, settings, billing, balance_micro_usd, created_at)
             VALUES (?, ?, ?, ?, ?, ?)`), a.ID, a.Name, settings, string(billing), a.BalanceMicroUSD, createdAt(a.CreatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, accounts.ChangeAccount, a.ID)
 	}))
 }
 
@@ -47,7 +50,10 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *accounts.Workspace) erro
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO workspaces (id, account_id, name, settings, created_at)
             VALUES (?, ?, ?, ?, ?)`), w.ID, w.AccountID, w.Name, settings, createdAt(w.CreatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, accounts.ChangeWorkspace, w.ID)
 	}))
 }
 
@@ -77,7 +83,10 @@ func (s *Store) CreateKey(ctx context.Context, k *accounts.Key) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO keys (id, account_id, workspace_id, name, prefix, secret_hash, settings, revoked_at, created_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), k.ID, k.AccountID, ws, k.Name, k.Prefix, k.SecretHash[:], settings,
 			nanos(k.RevokedAt), createdAt(k.CreatedAt))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, accounts.ChangeKey, k.ID)
 	}))
 }
 
@@ -157,7 +166,7 @@ func (s *Store) UpdateAccount(ctx context.Context, id string, f func(*accounts.A
 			return err
 		}
 		a.ID, a.Settings, out = id, []byte(settings), a
-		return nil
+		return s.notify(ctx, tx, accounts.ChangeAccount, id)
 	})
 	if err != nil {
 		return nil, wrap("updating account", err)
@@ -184,7 +193,7 @@ func (s *Store) UpdateWorkspace(ctx context.Context, id string, f func(*accounts
 			return err
 		}
 		w.ID, w.Settings, out = id, []byte(settings), w
-		return nil
+		return s.notify(ctx, tx, accounts.ChangeWorkspace, id)
 	})
 	if err != nil {
 		return nil, wrap("updating workspace", err)
@@ -212,7 +221,7 @@ func (s *Store) UpdateKey(ctx context.Context, id string, f func(*accounts.Key) 
 			return err
 		}
 		k.ID, k.Settings, out = id, []byte(settings), k
-		return nil
+		return s.notify(ctx, tx, accounts.ChangeKey, id)
 	})
 	if err != nil {
 		return nil, wrap("updating key", err)
@@ -324,8 +333,10 @@ func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, err
 		if err != nil {
 			return err
 		}
-		_, err = s.insert(ctx, tx, e)
-		return err
+		if _, err = s.insert(ctx, tx, e); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, accounts.ChangeAccount, e.AccountID)
 	})
 	return balance, wrap("crediting account", err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/store/accountsql"
 	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 )
@@ -42,7 +43,9 @@ var errBadURL = errors.New("store: the postgres url cannot be parsed (it is not 
 // accountsql.Store gives it the accounts.Store methods.
 type DB struct {
 	*accountsql.Store
-	db *sql.DB
+	db     *sql.DB
+	cfg    *pgx.ConnConfig // for the change feed's own connection (Listen)
+	schema string          // current_schema(): the scope of the change feed's notices
 }
 
 // CheckURL reports whether url is a postgres:// or postgresql:// URL that pgx can parse,
@@ -100,7 +103,56 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("store: migrating postgres database: %w", err)
 	}
-	return &DB{Store: accountsql.New(sdb, true), db: sdb}, nil
+	var schema string
+	if err := sdb.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("store: reading the postgres schema: %w", err)
+	}
+	st := accountsql.New(sdb, true)
+	st.EnableChangeFeed(schema)
+	return &DB{Store: st, db: sdb, cfg: cfg, schema: schema}, nil
+}
+
+// Listen implements accounts.ChangeFeed with LISTEN on accountsql.ChangeChannel over a
+// connection of its own: it calls f with accounts.ChangeResync once listening, then with each
+// change that any process commits to this store's schema (notices of other schemas of the
+// database are skipped, unreadable ones taken as a resync), until ctx is done (nil) or the
+// connection fails (the error, which never contains the URL).
+func (db *DB) Listen(ctx context.Context, f func(accounts.Change)) error {
+	conn, err := pgx.ConnectConfig(ctx, db.cfg)
+	if err != nil {
+		return fmt.Errorf("store: change feed: connecting: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+accountsql.ChangeChannel); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("store: change feed: LISTEN: %w", err)
+	}
+	f(accounts.Change{Kind: accounts.ChangeResync})
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("store: change feed: %w", err)
+		}
+		scope, payload, ok := strings.Cut(n.Payload, "|")
+		if ok && scope != db.schema {
+			continue
+		}
+		ch, valid := accounts.ParseChange(payload)
+		if !ok || !valid {
+			ch = accounts.Change{Kind: accounts.ChangeResync}
+		}
+		f(ch)
+	}
 }
 
 // Ping reports whether the database answers a query on the store's schema, for /readyz.
