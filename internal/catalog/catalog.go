@@ -130,12 +130,24 @@ func New(cfg *config.Config) (*Catalog, error) {
 				continue
 			}
 			r := &Route{
-				Deployment:          d,
-				Model:               rc.Model,
-				UpstreamModel:       rc.UpstreamModel,
-				Price:               price(rc.Price),
-				Weight:              rc.Weight,
-				ContextWindowTokens: rc.ContextWindow,
+				Deployment:              d,
+				Model:                   rc.Model,
+				UpstreamModel:           rc.UpstreamModel,
+				Price:                   price(rc.Price),
+				Weight:                  rc.Weight,
+				ContextWindowTokens:     rc.ContextWindow,
+				UpstreamSnapshotPattern: rc.UpstreamSnapshotPattern,
+			}
+			for date, id := range rc.UpstreamSnapshots {
+				compact, ok := config.SnapshotDate(date)
+				if !ok {
+					fail("deployment %q route %q: upstream_snapshots key %q is not a snapshot date", d.Name, rc.Model, date)
+					continue
+				}
+				if r.UpstreamSnapshots == nil {
+					r.UpstreamSnapshots = make(map[string]string, len(rc.UpstreamSnapshots))
+				}
+				r.UpstreamSnapshots[compact] = id
 			}
 			if r.UpstreamModel == "" {
 				r.UpstreamModel = r.Model

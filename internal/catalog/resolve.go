@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/switchyard-gw/switchyard/internal/failure"
@@ -14,8 +15,8 @@ type Resolution struct {
 	// Model is the catalog model that routes and bills the request; never nil on success.
 	Model *Model
 	// SnapshotSuffix is the date suffix ("-20251001" or "-2025-10-01") when the caller named a
-	// dated snapshot; the provider still receives the caller's id (R-MODEL-3), i.e. the route's
-	// upstream id plus this suffix. "" otherwise.
+	// dated snapshot; the provider still receives the caller's id (R-MODEL-3) unless the route
+	// maps the date (see UpstreamModel). "" otherwise.
 	SnapshotSuffix string
 	// Alias is true when the name (or the name before a snapshot suffix) is an alias: the
 	// request is routed, billed and sent upstream as the target model (R-MODEL-4).
@@ -36,18 +37,38 @@ func (r *Resolution) Serves(rt *Route) bool {
 	return r.Endpoint == nil || r.Endpoint.PublicFallback
 }
 
-// UpstreamModel is the model id sent to the provider on route rt: rt.UpstreamModel plus
-// SnapshotSuffix. When the route's upstream id is itself a dated snapshot, the caller's date
-// replaces that date (never a date appended to a date). It allocates only when there is a suffix.
+// UpstreamModel is the model id sent to the provider on route rt (R-MODEL-3, issue 11 item 2).
+// Without a snapshot suffix it is rt.UpstreamModel. For a dated snapshot, in order:
+//
+//  1. the route's UpstreamSnapshots entry for the date (either spelling);
+//  2. the route's UpstreamSnapshotPattern with "{date}" replaced by the caller's date as written;
+//  3. otherwise the caller's dated id: the catalog model id plus SnapshotSuffix (for an alias,
+//     its target's id: R-MODEL-4). The route's own upstream_model is not dated by the gateway,
+//     which could only guess an id nobody serves.
+//
+// It does not allocate without a suffix or for a map entry.
 func (r Resolution) UpstreamModel(rt *Route) string {
 	if r.SnapshotSuffix == "" {
 		return rt.UpstreamModel
 	}
-	base := rt.UpstreamModel
-	if k := snapshotSuffixLen(base); k > 0 {
-		base = base[:len(base)-k]
+	date := r.SnapshotSuffix[1:]
+	if rt.UpstreamSnapshots != nil {
+		var b [8]byte
+		if len(date) == 10 { // YYYY-MM-DD
+			copy(b[:4], date[:4])
+			copy(b[4:6], date[5:7])
+			copy(b[6:], date[8:])
+		} else {
+			copy(b[:], date)
+		}
+		if id, ok := rt.UpstreamSnapshots[string(b[:])]; ok {
+			return id
+		}
 	}
-	return base + r.SnapshotSuffix
+	if p := rt.UpstreamSnapshotPattern; p != "" {
+		return strings.Replace(p, "{date}", date, 1)
+	}
+	return rt.Model + r.SnapshotSuffix
 }
 
 // Resolve maps the model string a caller sent to a catalog model (R-MODEL-1..5), in order:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -22,12 +23,12 @@ func TestResolve(t *testing.T) {
 		{name: "alias is sent as its target (R-MODEL-4)", id: "rp-sonnet-4-5", model: "claude-sonnet-4-5", alias: true, upstream: []string{"claude-sonnet-4-5", "anthropic/claude-sonnet-4.5"}},
 		{name: "snapshot YYYYMMDD keeps the caller's id (R-MODEL-3)", id: "claude-haiku-4-5-20251001", model: "claude-haiku-4-5", suffix: "-20251001", upstream: []string{"claude-haiku-4-5-20251001"}},
 		{name: "snapshot YYYY-MM-DD", id: "gpt-4o-mini-2024-07-18", model: "gpt-4o-mini", suffix: "-2024-07-18", upstream: []string{"gpt-4o-mini-2024-07-18"}},
-		{name: "snapshot of an alias", id: "rp-sonnet-4-5-20250929", model: "claude-sonnet-4-5", suffix: "-20250929", alias: true, upstream: []string{"claude-sonnet-4-5-20250929", "anthropic/claude-sonnet-4.5-20250929"}},
+		{name: "snapshot of an alias", id: "rp-sonnet-4-5-20250929", model: "claude-sonnet-4-5", suffix: "-20250929", alias: true, upstream: []string{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5-20250929"}},
 		{name: "leap day", id: "gpt-4o-mini-2024-02-29", model: "gpt-4o-mini", suffix: "-2024-02-29", upstream: []string{"gpt-4o-mini-2024-02-29"}},
 		{name: "exact id ending in a date wins", id: "gpt-4o-2024-08-06", model: "gpt-4o-2024-08-06", upstream: []string{"gpt-4o-2024-08-06"}},
 		{name: "id with / and :", id: "meta/llama3.1:70b", model: "meta/llama3.1:70b", upstream: []string{"llama3.1:70b"}},
 		{name: "id with :0", id: "anthropic.claude-3-haiku-20240307-v1:0", model: "anthropic.claude-3-haiku-20240307-v1:0", upstream: []string{"anthropic.claude-3-haiku-20240307-v1:0"}},
-		{name: "snapshot of an id with / and :", id: "meta/llama3.1:70b-20250101", model: "meta/llama3.1:70b", suffix: "-20250101", upstream: []string{"llama3.1:70b-20250101"}},
+		{name: "snapshot of an id with / and : keeps the caller's id", id: "meta/llama3.1:70b-20250101", model: "meta/llama3.1:70b", suffix: "-20250101", upstream: []string{"meta/llama3.1:70b-20250101"}},
 		{name: "unknown", id: "gpt-5-nano"},
 		{name: "near miss", id: "gpt-4o-minii"},
 		{name: "prefix", id: "gpt-4o"},
@@ -75,6 +76,55 @@ func TestResolve(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUpstreamSnapshots: issue 11 item 2, R-MODEL-3: a dated snapshot maps onto a route's
+// upstream id only where the route says how (upstream_snapshots, then
+// upstream_snapshot_pattern); otherwise the provider gets the caller's dated id, never
+// "<upstream_model>-<date>".
+func TestUpstreamSnapshots(t *testing.T) {
+	c := mustNew(t, &config.Config{
+		Models: []config.Model{{ID: "claude-sonnet-4-5", Aliases: []string{"sonnet"}}},
+		Deployments: []config.Deployment{
+			{Name: "anthropic", Dialect: "anthropic", BaseURL: "https://api.anthropic.com",
+				Routes: []config.Route{{Model: "claude-sonnet-4-5"}}},
+			{Name: "bedrock", Dialect: "anthropic", BaseURL: "https://bedrock.example",
+				Routes: []config.Route{{Model: "claude-sonnet-4-5", UpstreamModel: "anthropic.claude-sonnet-4-5-v1:0"}}},
+			{Name: "bedrock-map", Dialect: "anthropic", BaseURL: "https://bedrock.example",
+				Routes: []config.Route{{Model: "claude-sonnet-4-5", UpstreamModel: "anthropic.claude-sonnet-4-5-v1:0",
+					UpstreamSnapshots:       map[string]string{"2025-09-29": "anthropic.claude-sonnet-4-5-20250929-v1:0"},
+					UpstreamSnapshotPattern: "anthropic.claude-sonnet-4-5-{date}-v2:0"}}},
+			{Name: "vertex", Dialect: "anthropic", BaseURL: "https://vertex.example",
+				Routes: []config.Route{{Model: "claude-sonnet-4-5", UpstreamModel: "claude-sonnet-4-5@latest",
+					UpstreamSnapshotPattern: "claude-sonnet-4-5@{date}"}}},
+		},
+	})
+	tests := []struct {
+		id   string
+		want []string // per route: anthropic, bedrock, bedrock-map, vertex
+	}{
+		{"claude-sonnet-4-5", []string{"claude-sonnet-4-5", "anthropic.claude-sonnet-4-5-v1:0", "anthropic.claude-sonnet-4-5-v1:0", "claude-sonnet-4-5@latest"}},
+		{"claude-sonnet-4-5-20250929", []string{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5-20250929", "anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"}},
+		{"claude-sonnet-4-5-2025-09-29", []string{"claude-sonnet-4-5-2025-09-29", "claude-sonnet-4-5-2025-09-29", "anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@2025-09-29"}},
+		{"claude-sonnet-4-5-20260101", []string{"claude-sonnet-4-5-20260101", "claude-sonnet-4-5-20260101", "anthropic.claude-sonnet-4-5-20260101-v2:0", "claude-sonnet-4-5@20260101"}},
+		{"sonnet-20250929", []string{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5-20250929", "anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5@20250929"}},
+	}
+	for _, tt := range tests {
+		res, err := c.Resolve(tt.id)
+		if err != nil {
+			t.Fatalf("Resolve(%q): %v", tt.id, err)
+		}
+		for i, rt := range res.Model.Routes {
+			if got := res.UpstreamModel(rt); got != tt.want[i] {
+				t.Errorf("%s on %s: upstream %q, want %q", tt.id, rt.Deployment.Name, got, tt.want[i])
+			}
+		}
+	}
+	res, _ := c.Resolve("claude-sonnet-4-5-2025-09-29")
+	rt := res.Model.Routes[2]
+	if n := testing.AllocsPerRun(100, func() { _ = res.UpstreamModel(rt) }); n != 0 {
+		t.Errorf("a mapped snapshot allocates %.0f times, want 0", n)
 	}
 }
 

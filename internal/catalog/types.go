@@ -129,6 +129,13 @@ type Route struct {
 	Weight float64
 	// ContextWindowTokens overrides the model's window when non-zero.
 	ContextWindowTokens int
+	// UpstreamSnapshots maps a snapshot date ("YYYYMMDD", either spelling of config normalized)
+	// to the upstream id sent for it; nil when the route defines none (R-MODEL-3, config
+	// upstream_snapshots).
+	UpstreamSnapshots map[string]string
+	// UpstreamSnapshotPattern is the upstream id of other dated snapshots, "{date}" replaced by
+	// the caller's date as written; "" when the route has none (config upstream_snapshot_pattern).
+	UpstreamSnapshotPattern string
 }
 
 // Protocol is the kind of call a request makes (R-ADMIT-5): a model call (chat completions or

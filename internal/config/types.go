@@ -161,6 +161,15 @@ type Route struct {
 	Price         *Price  `yaml:"price"`
 	Weight        float64 `yaml:"weight"`         // default 1
 	ContextWindow int     `yaml:"context_window"` // tokens; overrides the model's
+	// UpstreamSnapshots maps a dated snapshot the caller names (the date, "YYYYMMDD" or
+	// "YYYY-MM-DD"; both spellings of one date are the same key) to the id this route sends
+	// upstream for it (R-MODEL-3). It wins over UpstreamSnapshotPattern.
+	UpstreamSnapshots map[string]string `yaml:"upstream_snapshots"`
+	// UpstreamSnapshotPattern is the upstream id of any other dated snapshot: "{date}" (exactly
+	// once) is replaced by the caller's date as written, e.g.
+	// "anthropic.claude-sonnet-4-5-{date}-v1:0". Empty (and no map entry): the caller's dated
+	// id (the catalog model id plus the caller's date suffix) is sent.
+	UpstreamSnapshotPattern string `yaml:"upstream_snapshot_pattern"`
 }
 
 // Key is a static API key.

@@ -38,7 +38,9 @@ func validStrategy(s string) bool {
 //   - deployments: an empty or duplicate name; a name or provider outside [A-Za-z0-9._-]; a
 //     dialect other than openai or anthropic; a base_url that is not an absolute http(s) URL; negative
 //     priority; a route whose model is not a catalog model id (an alias is named as such), or
-//     that the deployment already routes; negative price or context_window; weight <= 0.
+//     that the deployment already routes; negative price or context_window; weight <= 0; an
+//     upstream_snapshots key that is not a snapshot date (or names a date twice) or an empty id;
+//     an upstream_snapshot_pattern without exactly one {date}.
 //   - keys: an empty or duplicate name; while auth is required, an empty or duplicate secret.
 //   - limits (keys[].limits, accounts[].limits): a negative rpm, tpm or concurrency; a
 //     negative, non-finite or larger than MaxBudgetUSD budget_usd; a budget_period other than
@@ -279,6 +281,43 @@ func (v *validator) route(p string, r *Route, names map[string]bool, routed map[
 		v.add(p+".weight", "must be a finite number > 0, got %v (omit it for the default %d)", r.Weight, DefaultWeight)
 	}
 	v.nonNegativeInt(p+".context_window", r.ContextWindow)
+	seen := make(map[string]string, len(r.UpstreamSnapshots))
+	for date, id := range r.UpstreamSnapshots {
+		kp := p + ".upstream_snapshots." + date
+		compact, ok := SnapshotDate(date)
+		if !ok {
+			v.add(kp, "%q is not a snapshot date: want YYYYMMDD or YYYY-MM-DD, a real calendar date", date)
+			continue
+		}
+		if other, dup := seen[compact]; dup {
+			v.add(kp, "names the same date as %q", other)
+		}
+		seen[compact] = date
+		v.modelName(kp, id)
+	}
+	if pt := r.UpstreamSnapshotPattern; pt != "" {
+		if strings.Count(pt, "{date}") != 1 {
+			v.add(p+".upstream_snapshot_pattern", "must hold {date} exactly once, got %q", pt)
+		} else {
+			v.modelName(p+".upstream_snapshot_pattern", strings.Replace(pt, "{date}", "20060102", 1))
+		}
+	}
+}
+
+// SnapshotDate reads the date of a dated snapshot ("YYYYMMDD" or "YYYY-MM-DD", a real calendar
+// date with a year from 1900) and returns it as "YYYYMMDD"; ok is false for anything else.
+func SnapshotDate(s string) (compact string, ok bool) {
+	layout := "20060102"
+	if len(s) == 10 {
+		layout = "2006-01-02"
+	} else if len(s) != 8 {
+		return "", false
+	}
+	t, err := time.Parse(layout, s)
+	if err != nil || t.Year() < 1900 {
+		return "", false
+	}
+	return t.Format("20060102"), true
 }
 
 // endpoints checks the dedicated endpoints against the catalog names and the deployments.
