@@ -111,7 +111,7 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, cfg, runOptions{ready: func(addr string) { printDemo(out, addr) }})
+	return run(ctx, cfg, runOptions{noAccounts: true, ready: func(addr string) { printDemo(out, addr) }})
 }
 
 func printDemo(out io.Writer, addr string) {
@@ -132,6 +132,9 @@ deployment fails, so about half the requests below fail over to the backup.
   curl -s 'BASE/v1/generation?id=REQUEST_ID'
 
 SDKs: OpenAI base URL BASE/v1, Anthropic base URL BASE, any API key.
+
+Stop with Ctrl-C. To run against real providers: switchyard init, then switchyard serve
+(README.md, "Running against real providers").
 `)
 	fmt.Fprint(out, s)
 }

@@ -139,8 +139,11 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// logOut receives the operational log (standard error; tests replace it before starting).
+var logOut io.Writer = os.Stderr
+
 func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", args...)
+	fmt.Fprintf(logOut, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", args...)
 }
 
 // builtinName names the built-in catalog in messages.
@@ -309,6 +312,9 @@ func startFake(ctx context.Context, p http.Handler, d catalog.Dialect) (string, 
 type runOptions struct {
 	// ready, when non-nil, receives the listen address once connections are accepted.
 	ready func(addr string)
+	// noAccounts leaves the store of accounts out of the server (no stored keys, ledger or
+	// admin API data): the demo, which has no admin token and so nothing could fill it.
+	noAccounts bool
 }
 
 // run serves cfg until ctx ends, then drains: in-flight requests and streams get
@@ -329,7 +335,11 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	go func() { defer close(recDone); _ = rec.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone }()
 
-	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf})
+	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf}
+	if opts.noAccounts {
+		so.Accounts = nil
+	}
+	srv, err := server.New(cfg, cat, so)
 	if err != nil {
 		return err
 	}
@@ -351,7 +361,7 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 		BaseContext: func(net.Listener) context.Context { return base }}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	fmt.Fprintf(os.Stderr, "listening on %s\n", ln.Addr())
+	fmt.Fprintf(logOut, "listening on %s\n", ln.Addr())
 	if opts.ready != nil {
 		opts.ready(ln.Addr().String())
 	}

@@ -65,7 +65,7 @@ func parse(name string, data []byte, lookup lookupFunc) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlProblems(name, nil, err)
+		return nil, syntaxProblem(name, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -260,6 +260,50 @@ func joinPath(path, field string) string {
 
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// maxSyntaxSearch caps the lines syntaxProblem searches (each probe parses a prefix).
+const maxSyntaxSearch = 20000
+
+// syntaxProblem reports a YAML syntax error err of data at the line where the problem is. The
+// yaml package names the line where the enclosing block starts ("line 1: did not find expected
+// key" for a mis-indented line 3), so the line is found again: the shortest prefix of whole
+// lines that fails with the same message ends on the offending line. A prefix that fails
+// differently (a flow collection or a quoted string cut open) does not count, and the search
+// never goes before the yaml package's line.
+func syntaxProblem(name string, data []byte, err error) error {
+	p := lineProblem(name, nil, strings.TrimPrefix(err.Error(), "yaml: "))
+	if p.Line == 0 {
+		return p
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxSyntaxSearch {
+		return p
+	}
+	fails := func(n int) bool { // the first n lines fail with p's message
+		var node yaml.Node
+		e := yaml.NewDecoder(bytes.NewReader(bytes.Join(lines[:n], nil))).Decode(&node)
+		if e == nil || errors.Is(e, io.EOF) {
+			return false
+		}
+		q := lineProblem(name, nil, strings.TrimPrefix(e.Error(), "yaml: "))
+		return q.Msg == p.Msg
+	}
+	// Binary search for the shortest failing prefix between the reported line and the end.
+	lo, hi := p.Line, len(lines)
+	if lo > hi || !fails(hi) {
+		return p
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	p.Line = lo
+	return p
 }
 
 // yamlProblems converts a yaml error ("yaml: line 3: ..." or a *yaml.TypeError whose entries

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -196,11 +197,14 @@ func TestValidateRules(t *testing.T) {
 		{"alias equals a later id", "models:\n- id: m\n  aliases: [n]\n- id: n\n", 3, `alias "n" is already a model id at line 4`},
 		{"empty alias", "models:\n- id: m\n  aliases: [\"\"]\n", 3, `models[0].aliases[0]: is empty`},
 		{"control char in id", "models:\n- id: \"a\\tb\"\n", 2, `models[0].id: "a\tb" contains whitespace or a control character`},
-		{"empty route model", "deployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - weight: 2\n", 6, `routes[0].model: is empty`},
-		{"empty deployment name", "deployments:\n- dialect: openai\n  base_url: http://h\n", 2, `deployments[0].name: is empty`},
+		{"empty route model", "deployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - weight: 2\n", 6, `routes[0].model: missing: the catalog model id`},
+		{"empty deployment name", "deployments:\n- dialect: openai\n  base_url: http://h\n", 2, `deployments[0].name: missing`},
+		{"empty deployment name written", "deployments:\n- name: \"\"\n  dialect: openai\n  base_url: http://h\n", 2, `deployments[0].name: is empty`},
+		{"base_url missing", "deployments:\n- name: d\n  dialect: openai\n", 2, `deployments[0].base_url: missing: the provider's API base URL`},
+		{"dialect missing", "deployments:\n- name: d\n  base_url: http://h\n", 2, `deployments[0].dialect: missing: openai or anthropic`},
 		{"base_url without host", "deployments:\n- name: d\n  dialect: openai\n  base_url: https:///v1\n", 4, `base_url: must be an absolute`},
-		{"empty secret", "keys:\n- name: k\n  secret: \"\"\n", 3, `keys[0].secret: is empty (auth.required is true)`},
-		{"secret missing", "keys:\n- name: k\n", 2, `keys[0].secret: is empty`},
+		{"empty secret", "keys:\n- name: k\n  secret: \"\"\n", 3, `keys[0].secret: is empty: the key callers send (auth.required is true)`},
+		{"secret missing", "keys:\n- name: k\n", 2, `keys[0].secret: missing`},
 		{"duplicate mapping key", "server:\n  listen: 127.0.0.1:1\n  listen: 127.0.0.1:2\n", 3, `mapping key "listen" already defined at line 2`},
 		{"list for a string", "server:\n  listen: [a]\n", 2, `cannot unmarshal !!seq into string`},
 		{"map for a duration", "server:\n  shutdown_grace: {s: 1}\n", 2, `a duration must be a string`},
@@ -253,7 +257,7 @@ func TestSyntaxErrors(t *testing.T) {
 		line      int
 		want      string
 	}{
-		{"bad indentation", "server:\n  listen: a\n listen: b\n", 2, "did not find expected key"},
+		{"bad indentation", "server:\n  listen: a\n listen: b\n", 3, "did not find expected key"},
 		{"tab", "server:\n\tlisten: a\n", 2, "found character that cannot start any token"},
 		{"second document", "server: {}\n---\nstore: {}\n", 2, "holds one YAML document; found a second"},
 	}
@@ -324,5 +328,29 @@ func TestAttemptLimitValidated(t *testing.T) {
 	_, err := Parse("a.yaml", []byte("routing:\n  attempt_limit: -1\n"))
 	if err == nil || !strings.Contains(err.Error(), "a.yaml:2") || !strings.Contains(err.Error(), "attempt_limit") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A YAML syntax error is reported on the line that holds the mistake, not on the line where
+// the enclosing block starts (the yaml package's context line).
+func TestSyntaxErrorLine(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		line       int
+	}{
+		{"mapping key out-dented", "server:\n  listen: 127.0.0.1:8080\n listen2: x\n", 3},
+		{"list item mis-indented", "models:\n  - id: m\n   - id: n\n", 3},
+		{"nested list out-dented", "models:\n  - id: m\n    aliases:\n   - x\n", 4},
+		{"value on a key line", "server:\n  listen: 127.0.0.1:8080\n   store: x\n", 3},
+		{"tab indentation", "server:\n  listen: 127.0.0.1:8080\n\tmax_body_bytes: 3\n", 3},
+		{"unclosed flow", "models:\n  - id: m\n    aliases: [a\n", 3},
+		{"unclosed quote", "server:\n  listen: \"127.0.0.1:8080\nmodels: []\n", 2},
+		{"error after a multi-line flow", "models:\n  - id: m\n    aliases: [a,\n      b]\n  - id: n\n   - id: o\n", 6},
+	} {
+		_, err := Parse("t.yaml", []byte(tc.yaml))
+		var p *Problem
+		if !errors.As(err, &p) || p.Line != tc.line {
+			t.Errorf("%s: %v; want line %d", tc.name, err, tc.line)
+		}
 	}
 }

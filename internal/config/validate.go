@@ -73,6 +73,20 @@ type validator struct {
 	problems []error
 }
 
+// empty reports a required value that is empty: "missing" when the file does not write it at
+// all, "is empty" when it is written empty (or the Config was built in Go); hint, when not "",
+// says what the value is.
+func (v *validator) empty(path, hint string) {
+	msg := "is empty"
+	if v.pos != nil && !v.pos.has(path) {
+		msg = "missing"
+	}
+	if hint != "" {
+		msg += ": " + hint
+	}
+	v.add(path, "%s", msg)
+}
+
 func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, v.pos.problem(path, format, args...))
 }
@@ -216,7 +230,7 @@ func (v *validator) models(models []Model) map[string]bool {
 // modelName checks an id or alias: non-empty, no whitespace or control characters.
 func (v *validator) modelName(path, s string) bool {
 	if s == "" {
-		v.add(path, "is empty")
+		v.empty(path, "")
 		return false
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
@@ -241,10 +255,16 @@ func (v *validator) deployments(ds []Deployment, names map[string]bool) {
 		if d.Provider != d.Name {
 			v.token(p+".provider", d.Provider)
 		}
-		if d.Dialect != "openai" && d.Dialect != "anthropic" {
+		switch d.Dialect {
+		case "openai", "anthropic":
+		case "":
+			v.empty(p+".dialect", "openai or anthropic, the wire format the deployment speaks")
+		default:
 			v.add(p+".dialect", "unknown dialect %q: want openai or anthropic", d.Dialect)
 		}
-		if u, err := url.Parse(d.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if d.BaseURL == "" {
+			v.empty(p+".base_url", "the provider's API base URL, as its own SDK takes it (e.g. https://api.openai.com/v1)")
+		} else if u, err := url.Parse(d.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.add(p+".base_url", "must be an absolute http:// or https:// URL")
 		} else if u.RawQuery != "" || u.Fragment != "" {
 			v.add(p+".base_url", "must not carry a query or fragment")
@@ -261,7 +281,7 @@ func (v *validator) route(p string, r *Route, names map[string]bool, routed map[
 	isID, known := names[r.Model]
 	switch {
 	case r.Model == "":
-		v.add(p+".model", "is empty")
+		v.empty(p+".model", "the catalog model id the route serves")
 	case !known:
 		v.add(p+".model", "model %q is not in the catalog (models:)", r.Model)
 	case !isID:
@@ -350,7 +370,7 @@ func (v *validator) endpoints(eps []Endpoint, ds []Deployment, names map[string]
 		isID, known := names[e.Model]
 		switch {
 		case e.Model == "":
-			v.add(p+".model", "is empty")
+			v.empty(p+".model", "the catalog model id the endpoint serves")
 		case !known:
 			v.add(p+".model", "model %q is not in the catalog (models:)", e.Model)
 		case !isID:
@@ -418,7 +438,7 @@ func routes(d *Deployment, model string) bool {
 // appears in `model:provider` pins, provider.order lists and response headers.
 func (v *validator) token(path, s string) bool {
 	if s == "" {
-		v.add(path, "is empty")
+		v.empty(path, "")
 		return false
 	}
 	if !isToken(s) {
@@ -445,7 +465,7 @@ func (v *validator) keys(keys []Key, authRequired bool) {
 	for i, k := range keys {
 		p := fmt.Sprintf("keys[%d]", i)
 		if k.Name == "" {
-			v.add(p+".name", "is empty")
+			v.empty(p+".name", "")
 		} else if prev, dup := names[k.Name]; dup {
 			v.add(p+".name", "key %q is already defined at %s", k.Name, v.at(prev))
 		} else {
@@ -460,7 +480,7 @@ func (v *validator) keys(keys []Key, authRequired bool) {
 			if name, ok := v.pos.unsetVarAt(p + ".secret"); ok {
 				v.add(p+".secret", "is empty: environment variable %s is not set (auth.required is true)", name)
 			} else {
-				v.add(p+".secret", "is empty (auth.required is true)")
+				v.empty(p+".secret", "the key callers send (auth.required is true); e.g. secret: ${SWITCHYARD_API_KEY}")
 			}
 		case dup:
 			v.add(p+".secret", "is the same secret as %s", v.at(prev))
@@ -509,7 +529,7 @@ func (v *validator) accounts(accounts []Account) {
 	for i, a := range accounts {
 		p := fmt.Sprintf("accounts[%d]", i)
 		if a.ID == "" {
-			v.add(p+".id", "is empty")
+			v.empty(p+".id", "")
 		} else if prev, dup := ids[a.ID]; dup {
 			v.add(p+".id", "account %q is already defined at %s", a.ID, v.at(prev))
 		} else {

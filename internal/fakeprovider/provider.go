@@ -359,6 +359,11 @@ func (p *Provider) missingField(path string, body []byte) *apiError {
 	case p.dialect == catalog.Anthropic && path != countTokensPath:
 		required = append(required, "max_tokens")
 	}
+	if isEmbeddingsPath(path) {
+		if e := embeddingOptions(body); e != nil {
+			return e
+		}
+	}
 	for _, f := range required {
 		if gjson.GetBytes(body, f).Exists() {
 			continue

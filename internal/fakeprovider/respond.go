@@ -1,10 +1,13 @@
 package fakeprovider
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/tidwall/gjson"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -219,9 +222,41 @@ func mustJSON(v any) []byte {
 	return out
 }
 
-// auxAnswer is the answer of the embeddings and count_tokens endpoints: a deterministic
-// 3-dimensional embedding per input with usage.prompt_tokens = P (the prompt-token formula), or
-// {"input_tokens": P}.
+// embeddingPattern is the emulated embedding: dimension i of every vector is
+// embeddingPattern[i%3] (the default 3 dimensions are exactly these values).
+var embeddingPattern = [3]float32{0.125, -0.25, 0.5}
+
+// maxEmbeddingDimensions is the largest dimensions a request may ask for (OpenAI's largest
+// embedding model, text-embedding-3-large, has 3072).
+const maxEmbeddingDimensions = 3072
+
+// embeddingOptions checks an embeddings request's encoding_format ("float", the default, or
+// "base64") and dimensions (an integer from 1 to maxEmbeddingDimensions), answering the 400
+// OpenAI gives otherwise; nil when they are fine.
+func embeddingOptions(body []byte) *apiError {
+	bad := func(param, msg string) *apiError {
+		e := statusError(catalog.OpenAI, http.StatusBadRequest, "")
+		e.message, e.param = msg, param
+		return &e
+	}
+	if f := gjson.GetBytes(body, "encoding_format"); f.Exists() && f.Type != gjson.Null {
+		if f.Type != gjson.String || (f.Str != "float" && f.Str != "base64") {
+			return bad("encoding_format", "Invalid value for 'encoding_format': expected 'float' or 'base64'.")
+		}
+	}
+	if d := gjson.GetBytes(body, "dimensions"); d.Exists() && d.Type != gjson.Null {
+		if d.Type != gjson.Number || d.Num != float64(int64(d.Num)) || d.Num < 1 || d.Num > maxEmbeddingDimensions {
+			return bad("dimensions", "Invalid value for 'dimensions': expected an integer from 1 to "+strconv.Itoa(maxEmbeddingDimensions)+".")
+		}
+	}
+	return nil
+}
+
+// auxAnswer is the answer of the embeddings and count_tokens endpoints: per input a
+// deterministic embedding of `dimensions` values (default 3; embeddingPattern repeated), as
+// JSON floats or, for encoding_format "base64", as the base64 of little-endian float32s the
+// way OpenAI sends them (what the Node and Python SDKs request by default), with
+// usage.prompt_tokens = P (the prompt-token formula); or {"input_tokens": P}.
 func (p *Provider) auxAnswer(req Request) []byte {
 	pt := promptTokens(req.Body)
 	if req.Path == countTokensPath {
@@ -231,6 +266,29 @@ func (p *Provider) auxAnswer(req Request) []byte {
 	if in := gjson.GetBytes(req.Body, "input"); in.IsArray() {
 		n = len(in.Array())
 	}
+	dims := len(embeddingPattern)
+	if d := gjson.GetBytes(req.Body, "dimensions"); d.Type == gjson.Number {
+		dims = int(d.Int()) // checked by embeddingOptions
+	}
+	vector := make([]byte, 0, dims*8)
+	if gjson.GetBytes(req.Body, "encoding_format").Str == "base64" {
+		raw := make([]byte, 4*dims)
+		for i := range dims {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(embeddingPattern[i%len(embeddingPattern)]))
+		}
+		vector = append(vector, '"')
+		vector = base64.StdEncoding.AppendEncode(vector, raw)
+		vector = append(vector, '"')
+	} else {
+		vector = append(vector, '[')
+		for i := range dims {
+			if i > 0 {
+				vector = append(vector, ',')
+			}
+			vector = strconv.AppendFloat(vector, float64(embeddingPattern[i%len(embeddingPattern)]), 'g', -1, 32)
+		}
+		vector = append(vector, ']')
+	}
 	out := []byte(`{"object":"list","data":[`)
 	for i := range n {
 		if i > 0 {
@@ -238,7 +296,9 @@ func (p *Provider) auxAnswer(req Request) []byte {
 		}
 		out = append(out, `{"object":"embedding","index":`...)
 		out = strconv.AppendInt(out, int64(i), 10)
-		out = append(out, `,"embedding":[0.125,-0.25,0.5]}`...)
+		out = append(out, `,"embedding":`...)
+		out = append(out, vector...)
+		out = append(out, '}')
 	}
 	out = append(out, `],"model":`...)
 	m, _ := json.Marshal(req.Model)
