@@ -190,9 +190,6 @@ func checkConfig(cfg *config.Config, name string, warn func(string)) (*catalog.C
 	if err := store.Check(cfg.Store.URL); err != nil {
 		return nil, fmt.Errorf("%s: store.url: %w", name, err)
 	}
-	if strings.HasPrefix(cfg.Admission.URL, "redis") {
-		return nil, fmt.Errorf("%s: admission.url: redis is not supported yet (use memory://)", name)
-	}
 	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
 		warn(fmt.Sprintf("%s: warning: auth.required is false and server.listen %q is not a loopback address", name, cfg.Server.Listen))
 	}

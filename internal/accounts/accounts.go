@@ -316,3 +316,20 @@ func SettingsBilling(settings json.RawMessage) (Billing, error) {
 	}
 	return b, nil
 }
+
+// SettleFilter selects the settle entries [SpendReader.SettledMicroUSD] sums: those at or after
+// From (the zero time: all) of the one scope set, a key (KeyID: a stored key's id or a static
+// key's name, as the ledger records it), the keys of a workspace (WorkspaceID), or an account
+// (AccountID).
+type SettleFilter struct {
+	KeyID, WorkspaceID, AccountID string
+	From                          time.Time
+}
+
+// SpendReader reads spend back from the ledger: what the admission store's budget counters are
+// seeded from at start, in a new period and after the shared store lost its data (R-BILL-4).
+// The SQL stores implement it.
+type SpendReader interface {
+	// SettledMicroUSD returns the sum of the settle entries f selects, in micro-USD.
+	SettledMicroUSD(ctx context.Context, f SettleFilter) (int64, error)
+}

@@ -16,7 +16,13 @@ const (
 	KindTPM         = "tpm"
 	KindConcurrency = "concurrency"
 	KindBudget      = "budget"
+	// KindCredit is a prepaid account's balance (contract.md: limit kind credit).
+	KindCredit = "credit"
 )
+
+// Window is the length of the rpm and tpm sliding window: a request admitted at t counts until
+// t+Window, so no rolling Window ever holds more than the limit (doc.go).
+const Window = time.Minute
 
 // DefaultOutputTokens is the output basis of the reserve and of the tpm charge when neither the
 // request (max_tokens) nor the model (max_output_tokens) sets one (contract.md "Billing").
@@ -94,6 +100,19 @@ func (p Period) index(t time.Time) int64 {
 	return int64(t.Year())*12 + int64(t.Month()) - 1
 }
 
+// Start is the first instant of the period that contains t, in UTC; the zero time for
+// PeriodTotal (it has a single period since the beginning).
+func (p Period) Start(t time.Time) time.Time {
+	t = t.UTC()
+	switch p {
+	case PeriodDay:
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	case PeriodTotal:
+		return time.Time{}
+	}
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
 // Limits are one layer's limits. A zero field is no limit; the zero Limits limits nothing.
 type Limits struct {
 	// RPM is the requests admitted per one-minute window.
@@ -132,25 +151,58 @@ type Request struct {
 	// ([OutputTokens]). Negative is taken as 0.
 	Tokens int64
 	// ReserveMicroUSD is the most the request can cost ([CostMicroUSD]), reserved against each
-	// layer's budget. Negative is taken as 0.
+	// layer's budget and against the prepaid balance of CreditAccount. Negative is taken as 0.
 	ReserveMicroUSD int64
+	// CreditAccount is the prepaid account whose shared balance the reserve is taken from
+	// ("" none): admitted only when balance minus the reserves in flight covers the reserve;
+	// it is checked before the layers, so a credit refusal is reported first.
+	CreditAccount string
+}
+
+// Metered reports whether req holds money: a prepaid balance or a layer with a budget. A store
+// that cannot be reached refuses metered requests (fail closed) and may admit the others on
+// local counters (fail open; docs/limits.md "Degraded mode").
+func (req *Request) Metered() bool {
+	if req.CreditAccount != "" {
+		return true
+	}
+	for i := range req.Layers {
+		if req.Layers[i].Limits.BudgetMicroUSD > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxLayers is the most layers one Request may carry (account, workspace, key, and one spare).
 const MaxLayers = 4
 
-// Hold is an admitted request's claim on the limits. Exactly one of its owner's paths ends it:
-// Settle when a response was committed (billed), then Release; or Release alone (nothing
-// billed, R-BILL-2). Both are idempotent and safe for concurrent use; Settle after Release does
-// nothing.
+// Hold is an admitted request's claim on the limits. Exactly one of Settle (a committed
+// response, billed) or Release (nothing billed, R-BILL-2) ends it; whichever comes first wins
+// and the other does nothing. Both are safe for concurrent use. A shared store ends a hold in
+// one round trip.
 type Hold interface {
-	// Settle replaces the request's token charge with actualTokens (prompt plus output) and its
-	// reserve with actualCostMicroUSD, which is charged to each layer's budget in the current
-	// period even when it exceeds the reserve. Negative values are taken as 0.
+	// Settle ends the request billed: its concurrency slot is freed, its token charge is
+	// replaced with actualTokens (prompt plus output) and its reserve with actualCostMicroUSD,
+	// which is charged to each layer's budget in the current period and taken from the prepaid
+	// balance, even when it exceeds the reserve. Negative values are taken as 0.
 	Settle(actualTokens, actualCostMicroUSD int64)
-	// Release ends the request: its concurrency slot is freed and, when it was not settled,
-	// its reserve and its token charge are returned.
+	// Release ends the request unbilled: its concurrency slot is freed and its reserve and its
+	// token charge are returned. The request still counts against rpm.
 	Release()
+}
+
+// Seeder reads from the ledger what spend and balance counters start from (R-BILL-4; spend is
+// durable across restarts). A store asks it once per counter, when the counter has no seed:
+// the first metered request of a layer in a period, of a prepaid account, or after the shared
+// store lost its data. A seed is set only where none is (never added), so seeding twice
+// counts nothing twice.
+type Seeder interface {
+	// SpentMicroUSD returns the sum of the settles charged to the layer (scope, id) at or after
+	// from (the zero time: all of them), in micro-USD.
+	SpentMicroUSD(ctx context.Context, scope Scope, id string, from time.Time) (int64, error)
+	// BalanceMicroUSD returns a prepaid account's balance, credits minus settles, in micro-USD.
+	BalanceMicroUSD(ctx context.Context, accountID string) (int64, error)
 }
 
 // Usage is a snapshot of one layer's counters.
@@ -165,6 +217,17 @@ type Usage struct {
 	ReservedMicroUSD int64
 }
 
+// Balance is a snapshot of a prepaid account's shared balance.
+type Balance struct {
+	// Seeded is false while the balance has not been read from the ledger yet (nothing else
+	// is meaningful then).
+	Seeded bool
+	// BalanceMicroUSD is the balance: the seed plus credits minus settles since.
+	BalanceMicroUSD int64
+	// ReservedMicroUSD is the sum of the reserves of holds not yet settled or released.
+	ReservedMicroUSD int64
+}
+
 // Store checks and takes limits. Implementations are safe for concurrent use.
 type Store interface {
 	// Acquire checks every limit of every layer of req and, when all fit, takes them in one
@@ -174,8 +237,15 @@ type Store interface {
 	// RetryAfter of 1..60 s, or insufficient_credit (402) with LimitKind budget. A store that
 	// cannot be reached answers a gateway_error; a done ctx, cancelled.
 	Acquire(ctx context.Context, req Request) (Hold, error)
-	// Usage returns the counters of one layer now; a layer never seen has zero Usage.
-	Usage(ctx context.Context, scope Scope, id string) (Usage, error)
+	// Usage returns the counters of layer l (by scope and id; the spend is that of the current
+	// period of l.Limits.BudgetPeriod) now; a layer never seen has zero Usage.
+	Usage(ctx context.Context, l Layer) (Usage, error)
+	// Balance returns a prepaid account's shared balance.
+	Balance(ctx context.Context, accountID string) (Balance, error)
+	// Credit adds deltaMicroUSD to a prepaid account's balance after the store of accounts
+	// has committed the credit (the admin API). A balance not seeded yet is left alone: its
+	// seed, read later, includes the credit.
+	Credit(ctx context.Context, accountID string, deltaMicroUSD int64) error
 }
 
 // OutputTokens is the output basis of the reserve and the tpm charge: maxTokens when the
@@ -249,6 +319,13 @@ func rateLimited(l *Layer, kind string, limit int64, retry time.Duration) *failu
 		RetryAfter: min(max(retry, time.Second), time.Minute),
 		Msg:        fmt.Sprintf("rate limit reached: this %s allows %d %s", l.Scope, limit, what),
 	}
+}
+
+// overCredit is the 402 of a prepaid balance the reserve does not fit in (limit kind credit).
+func overCredit(reserve, available int64) *failure.Error {
+	return &failure.Error{Class: failure.InsufficientCredit, LimitKind: KindCredit,
+		Msg: fmt.Sprintf("insufficient credit: this prepaid account has %s available, and this request may cost up to %s",
+			usd(max(available, 0)), usd(reserve))}
 }
 
 // overBudget is the 402 of a budget the reserve does not fit in.

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -10,13 +11,21 @@ import (
 )
 
 // Memory is the in-memory [Store] of one gateway process: every counter sits behind one mutex,
-// so Acquire's check-and-take over all layers is one critical section. Counters of a layer are
-// created when the layer is first seen and kept for the life of the store (one small struct per
-// key and account). Create it with NewMemory; it runs no goroutine and needs no Close.
+// so Acquire's check-and-take over all layers is one critical section. It keeps the same
+// semantics as the [Redis] store (the behaviour suite in admissiontest runs on both): sliding
+// windows, leases for concurrency and reserves, budget spend per period and prepaid balances
+// seeded from the ledger through a [Seeder]. Counters of a layer are created when the layer is
+// first seen and kept for the life of the store (one small struct per key and account; the
+// window keeps one entry per request of the last minute). Create it with NewMemory; it runs no
+// goroutine and needs no Close.
 type Memory struct {
 	now    func() time.Time
-	mu     sync.Mutex
-	layers map[layerKey]*counters
+	seeder Seeder
+
+	mu       sync.Mutex
+	layers   map[layerKey]*counters
+	accounts map[string]*credit
+	seq      uint64 // the last hold id
 }
 
 type layerKey struct {
@@ -24,78 +33,227 @@ type layerKey struct {
 	id    string
 }
 
-// counters are one layer's state. Window counts belong to minute; spent to (kind, period).
-type counters struct {
-	minute           int64 // Unix minute of the current window
-	requests, tokens int64
-	inFlight         int64
-	kind             Period // the budget period kind spent is counted in
-	period           int64  // its index
-	spent, reserved  int64
+// entry is one window entry: a request admitted at at (Unix nanoseconds) with its token
+// charge, or (req false) a settle's token excess charged after its request left the window.
+type entry struct {
+	id     uint64
+	at     int64
+	tokens int64
+	req    bool
 }
 
-// NewMemory returns an empty in-memory store reading time from now (nil is time.Now).
-func NewMemory(now func() time.Time) *Memory {
+// counters are one layer's state.
+type counters struct {
+	window           []entry // oldest first; ids increase along it
+	requests, tokens int64   // over window
+	inFlight         int64
+	reserved         int64
+	kind             Period // the budget period kind spend is counted in
+	period           int64  // its index
+	spent            int64
+	seeded           bool // spent was read from the ledger for (kind, period)
+}
+
+// credit is a prepaid account's balance.
+type credit struct {
+	seeded            bool
+	balance, reserved int64
+}
+
+// NewMemory returns an empty in-memory store reading time from now (nil is time.Now) and
+// seeding spend and balances from seeder (nil: every counter starts at zero).
+func NewMemory(now func() time.Time, seeder Seeder) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, layers: make(map[layerKey]*counters)}
+	return &Memory{now: now, seeder: seeder, layers: make(map[layerKey]*counters), accounts: make(map[string]*credit)}
 }
 
 // errTooManyLayers is a programming error: a request with more layers than a hold can track.
 var errTooManyLayers = errors.New("admission: more than MaxLayers layers in one request")
 
-// Acquire implements [Store.Acquire]: it checks, for each layer in order, rpm, tpm,
-// concurrency and budget, and reports the first limit that does not fit; only when every limit
-// of every layer fits does it take them all.
+// Acquire implements [Store.Acquire]: it checks the prepaid balance, then, for each layer in
+// order, rpm, tpm, concurrency and budget, and reports the first limit that does not fit; only
+// when every limit fits does it take them all. A counter without a seed is seeded first, outside
+// the lock, and the check starts again.
 func (m *Memory) Acquire(ctx context.Context, req Request) (Hold, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure.Wrap(failure.Cancelled, "the request was cancelled", err)
 	}
-	h := &memHold{m: m, tokens: max(req.Tokens, 0), reserve: max(req.ReserveMicroUSD, 0)}
-	now := m.now()
-	minute := floorDiv(now.Unix(), 60)
+	if countLayers(req.Layers) > MaxLayers {
+		return nil, failure.Wrap(failure.GatewayError, "internal error", errTooManyLayers)
+	}
+	for range 4 {
+		h, need, err := m.try(&req)
+		if need == nil {
+			return h, err
+		}
+		if err := m.seed(ctx, need); err != nil {
+			return nil, err
+		}
+	}
+	return nil, failure.Wrap(failure.GatewayError, "the admission store could not seed its counters", errors.New("admission: seeds keep vanishing"))
+}
 
+// countLayers counts the layers that limit something.
+func countLayers(ls []Layer) int {
+	n := 0
+	for i := range ls {
+		if !ls[i].Limits.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// seedNeed names one counter without a seed: a layer's spend in a period, or (layer nil) a
+// prepaid account's balance.
+type seedNeed struct {
+	layer   *Layer
+	account string
+	from    time.Time
+	kind    Period
+	period  int64
+}
+
+// try is one attempt of Acquire under the lock; need is non-nil when a counter must be seeded.
+func (m *Memory) try(req *Request) (Hold, *seedNeed, error) {
+	now := m.now()
+	tokens, reserve := max(req.Tokens, 0), max(req.ReserveMicroUSD, 0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var cr *credit
+	if req.CreditAccount != "" {
+		cr = m.accounts[req.CreditAccount]
+		if cr == nil || !cr.seeded {
+			return nil, &seedNeed{account: req.CreditAccount}, nil
+		}
+		if avail := cr.balance - cr.reserved; reserve > avail || avail <= 0 {
+			return nil, nil, overCredit(reserve, avail)
+		}
+	}
+	h := &memHold{m: m, tokens: tokens, reserve: reserve, credit: cr}
 	for i := range req.Layers {
 		l := &req.Layers[i]
 		if l.Limits.IsZero() {
 			continue
 		}
-		if h.n == MaxLayers {
-			return nil, failure.Wrap(failure.GatewayError, "internal error", errTooManyLayers)
-		}
 		c := m.layer(l.Scope, l.ID)
-		c.roll(minute, l.Limits.BudgetPeriod, now)
-		if err := c.check(l, h.tokens, h.reserve, now); err != nil {
-			return nil, err
+		c.trim(now)
+		c.roll(l.Limits.BudgetPeriod, now)
+		if l.Limits.BudgetMicroUSD > 0 && !c.seeded {
+			return nil, &seedNeed{layer: l, from: l.Limits.BudgetPeriod.Start(now), kind: c.kind, period: c.period}, nil
+		}
+		if err := c.check(l, tokens, reserve, now); err != nil {
+			return nil, nil, err
 		}
 		h.layers[h.n] = c
+		h.budget[h.n] = l.Limits.BudgetMicroUSD > 0
 		h.n++
 	}
+	m.seq++
+	h.id = m.seq
+	at := now.UnixNano()
 	for _, c := range h.layers[:h.n] {
+		c.window = append(c.window, entry{id: h.id, at: at, tokens: tokens, req: true})
 		c.requests++
-		c.tokens += h.tokens
+		c.tokens += tokens
 		c.inFlight++
-		c.reserved += h.reserve
+		c.reserved += reserve
 	}
-	h.minute = minute
-	return h, nil
+	if cr != nil {
+		cr.reserved += reserve
+	}
+	return h, nil, nil
 }
 
-// Usage implements [Store.Usage]. The window counts are those of the current minute; spent is
-// that of the current period of the kind the layer was last acquired with.
-func (m *Memory) Usage(_ context.Context, scope Scope, id string) (Usage, error) {
+// seed reads one counter's seed from the seeder and sets it unless another Acquire did first.
+func (m *Memory) seed(ctx context.Context, need *seedNeed) error {
+	var v int64
+	var err error
+	switch {
+	case m.seeder == nil:
+	case need.layer != nil:
+		v, err = m.seeder.SpentMicroUSD(ctx, need.layer.Scope, need.layer.ID, need.from)
+	default:
+		v, err = m.seeder.BalanceMicroUSD(ctx, need.account)
+	}
+	if err != nil {
+		return seedError(ctx, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if need.layer == nil {
+		cr := m.accounts[need.account]
+		if cr == nil {
+			cr = new(credit)
+			m.accounts[need.account] = cr
+		}
+		if !cr.seeded {
+			cr.seeded, cr.balance = true, v
+		}
+		return nil
+	}
+	c := m.layer(need.layer.Scope, need.layer.ID)
+	if c.kind == need.kind && c.period == need.period && !c.seeded {
+		c.seeded, c.spent = true, v // never added: a seed replaces nothing already counted
+	}
+	return nil
+}
+
+// seedError is the refusal of a request whose counter could not be read from the ledger.
+func seedError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return failure.Wrap(failure.Cancelled, "the request was cancelled", err)
+	}
+	return failure.Wrap(failure.GatewayError, "the ledger could not be read to check this request's budget or credit; retry shortly", err)
+}
+
+// Usage implements [Store.Usage].
+func (m *Memory) Usage(_ context.Context, l Layer) (Usage, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.layers[layerKey{scope, id}]
+	c, ok := m.layers[layerKey{l.Scope, l.ID}]
 	if !ok {
 		return Usage{}, nil
 	}
-	c.roll(floorDiv(now.Unix(), 60), c.kind, now)
+	c.trim(now)
+	c.roll(l.Limits.BudgetPeriod, now)
 	return Usage{Requests: c.requests, Tokens: c.tokens, InFlight: c.inFlight, SpentMicroUSD: c.spent, ReservedMicroUSD: c.reserved}, nil
+}
+
+// Balance implements [Store.Balance].
+func (m *Memory) Balance(_ context.Context, accountID string) (Balance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cr := m.accounts[accountID]
+	if cr == nil {
+		return Balance{}, nil
+	}
+	return Balance{Seeded: cr.seeded, BalanceMicroUSD: cr.balance, ReservedMicroUSD: cr.reserved}, nil
+}
+
+// Credit implements [Store.Credit].
+func (m *Memory) Credit(_ context.Context, accountID string, deltaMicroUSD int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cr := m.accounts[accountID]; cr != nil && cr.seeded {
+		cr.balance += deltaMicroUSD
+	}
+	return nil
+}
+
+// SyncBalance replaces a seeded prepaid balance with balanceMicroUSD, the store of accounts'
+// balance minus this process's settles not yet written: the periodic reload of a replica that
+// runs without a shared store, so that credits made through another replica arrive. The
+// shared store never needs it (its balance is the one all replicas charge).
+func (m *Memory) SyncBalance(accountID string, balanceMicroUSD int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cr := m.accounts[accountID]; cr != nil && cr.seeded {
+		cr.balance = balanceMicroUSD
+	}
 }
 
 // layer returns the counters of a layer, creating them. m.mu must be held.
@@ -103,33 +261,55 @@ func (m *Memory) layer(scope Scope, id string) *counters {
 	k := layerKey{scope, id}
 	c, ok := m.layers[k]
 	if !ok {
-		c = &counters{minute: -1 << 62, period: -1}
+		c = &counters{period: -1}
 		m.layers[k] = c
 	}
 	return c
 }
 
-// roll starts a new window when the minute changed and a new budget period when the period
-// (or its kind) changed. Reserves and requests in flight carry over.
-func (c *counters) roll(minute int64, kind Period, now time.Time) {
-	if c.minute != minute {
-		c.minute, c.requests, c.tokens = minute, 0, 0
+// trim drops the window entries admitted Window or more before now.
+func (c *counters) trim(now time.Time) {
+	horizon := now.Add(-Window).UnixNano()
+	n := 0
+	for n < len(c.window) && c.window[n].at <= horizon {
+		e := &c.window[n]
+		c.tokens -= e.tokens
+		if e.req {
+			c.requests--
+		}
+		n++
 	}
+	if n > 0 {
+		rest := copy(c.window, c.window[n:])
+		c.window = c.window[:rest]
+	}
+}
+
+// roll starts a new budget period, without a seed, when the period (or its kind) changed.
+// Reserves and requests in flight carry over.
+func (c *counters) roll(kind Period, now time.Time) {
 	if p := kind.index(now); c.kind != kind || c.period != p {
-		c.kind, c.period, c.spent = kind, p, 0
+		c.kind, c.period, c.spent, c.seeded = kind, p, 0, false
 	}
+}
+
+// untilOldest is the time until the oldest window entry leaves the window.
+func (c *counters) untilOldest(now time.Time) time.Duration {
+	if len(c.window) == 0 {
+		return time.Second
+	}
+	return time.Duration(c.window[0].at + int64(Window) - now.UnixNano())
 }
 
 // check reports the first limit of l that one more request of tokens and reserve would break.
 func (c *counters) check(l *Layer, tokens, reserve int64, now time.Time) error {
 	lim := &l.Limits
-	untilNext := time.Unix((c.minute+1)*60, 0).Sub(now)
 	if lim.RPM > 0 && c.requests+1 > lim.RPM {
-		return rateLimited(l, KindRPM, lim.RPM, untilNext)
+		return rateLimited(l, KindRPM, lim.RPM, c.untilOldest(now))
 	}
 	// A charge larger than the whole limit fits an empty window only (doc.go).
 	if lim.TPM > 0 && c.tokens+tokens > lim.TPM && c.tokens > 0 {
-		return rateLimited(l, KindTPM, lim.TPM, untilNext)
+		return rateLimited(l, KindTPM, lim.TPM, c.untilOldest(now))
 	}
 	if lim.Concurrency > 0 && c.inFlight+1 > lim.Concurrency {
 		return rateLimited(l, KindConcurrency, lim.Concurrency, time.Second)
@@ -142,57 +322,70 @@ func (c *counters) check(l *Layer, tokens, reserve int64, now time.Time) error {
 	return nil
 }
 
+// find returns the window entry of the request with id, or nil when it left the window.
+func (c *counters) find(id uint64) *entry {
+	i := sort.Search(len(c.window), func(i int) bool { return c.window[i].id >= id })
+	if i < len(c.window) && c.window[i].id == id && c.window[i].req {
+		return &c.window[i]
+	}
+	return nil
+}
+
 // memHold is a Memory store's Hold. Its fields after Acquire are guarded by m.mu.
 type memHold struct {
 	m               *Memory
+	id              uint64
 	layers          [MaxLayers]*counters
+	budget          [MaxLayers]bool // the layer had a budget at Acquire
 	n               int
-	minute          int64 // the window the tokens were charged to
+	credit          *credit
 	tokens, reserve int64
-	settled, done   bool
+	done            bool
 }
 
 // Settle implements [Hold.Settle].
 func (h *memHold) Settle(actualTokens, actualCostMicroUSD int64) {
-	actualTokens, actualCostMicroUSD = max(actualTokens, 0), max(actualCostMicroUSD, 0)
-	now := h.m.now()
-	minute := floorDiv(now.Unix(), 60)
-	h.m.mu.Lock()
-	defer h.m.mu.Unlock()
-	if h.settled || h.done {
-		return
-	}
-	h.settled = true
-	for _, c := range h.layers[:h.n] {
-		c.roll(minute, c.kind, now)
-		switch {
-		case c.minute == h.minute: // still the charged window: replace the charge
-			c.tokens = max(c.tokens+actualTokens-h.tokens, 0)
-		case actualTokens > h.tokens: // a later window: charge only what the estimate missed
-			c.tokens += actualTokens - h.tokens
-		}
-		c.reserved -= h.reserve
-		c.spent += actualCostMicroUSD
-	}
+	h.end(true, max(actualTokens, 0), max(actualCostMicroUSD, 0))
 }
 
 // Release implements [Hold.Release].
-func (h *memHold) Release() {
+func (h *memHold) Release() { h.end(false, 0, 0) }
+
+func (h *memHold) end(settled bool, actualTokens, cost int64) {
+	now := h.m.now()
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	if h.done {
 		return
 	}
 	h.done = true
-	for _, c := range h.layers[:h.n] {
+	for i, c := range h.layers[:h.n] {
+		c.trim(now)
 		c.inFlight--
-		if h.settled {
-			continue
-		}
-		// R-BILL-2: nothing billed. The request still counts against rpm.
 		c.reserved -= h.reserve
-		if c.minute == h.minute {
-			c.tokens = max(c.tokens-h.tokens, 0)
+		newTokens := int64(0) // R-BILL-2: a release returns the token charge
+		if settled {
+			newTokens = actualTokens
+		}
+		if e := c.find(h.id); e != nil { // still in the window: replace the charge
+			c.tokens += newTokens - e.tokens
+			e.tokens = newTokens
+		} else if settled && actualTokens > h.tokens { // it left: charge only what the estimate missed
+			h.m.seq++
+			c.window = append(c.window, entry{id: h.m.seq, at: now.UnixNano(), tokens: actualTokens - h.tokens})
+			c.tokens += actualTokens - h.tokens
+		}
+		if settled && h.budget[i] {
+			c.roll(c.kind, now)
+			if c.seeded { // else its seed, read from the ledger, will include this settle
+				c.spent += cost
+			}
+		}
+	}
+	if cr := h.credit; cr != nil {
+		cr.reserved -= h.reserve
+		if settled {
+			cr.balance -= cost
 		}
 	}
 }

@@ -735,6 +735,10 @@ func (s *Server) adminCredit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cache.AddBalance(id, micro)
+	if err := s.admit.Credit(ctx, id, micro); err != nil {
+		// The credit is stored; the shared balance misses it until it is reseeded.
+		s.logf("admission store: crediting account %s: %v", id, err)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"balance_usd": usdNumber(balance)})
 }
 

@@ -159,10 +159,10 @@ func TestWorkspaceLimitNamesWorkspace(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("X-Switchyard-Limit-Kind") != "rpm" || gjson.GetBytes(b, "error.message").String() != want {
 		t.Errorf("second request: %d %s; want 429 rpm %q", resp.StatusCode, b, want)
 	}
-	if u, _ := g.Admission.Usage(t.Context(), admission.ScopeWorkspace, ws); u.Requests != 1 {
+	if u, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeWorkspace, ID: ws}); u.Requests != 1 {
 		t.Errorf("workspace %s counted %d requests, want 1", ws, u.Requests)
 	}
-	if u, _ := g.Admission.Usage(t.Context(), admission.ScopeAccount, ws); u != (admission.Usage{}) {
+	if u, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeAccount, ID: ws}); u != (admission.Usage{}) {
 		t.Errorf("workspace counted under the account scope: %+v", u)
 	}
 }

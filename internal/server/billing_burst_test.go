@@ -332,7 +332,7 @@ func testBillingBurst(t *testing.T, be storeBackend) {
 
 	// R-BILL-4 on the admission side: the key's budget counter spent exactly what was billed and
 	// holds nothing once every request is over.
-	u, err := g.Admission.Usage(t.Context(), admission.ScopeKey, budget.keyID)
+	u, err := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeKey, ID: budget.keyID, Limits: admission.Limits{BudgetPeriod: admission.PeriodTotal}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeS
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
-	g.Admission = admission.NewMemory(g.Clock.Now)
+	g.Admission = admission.NewMemory(g.Clock.Now, nil)
 	g.Logs = new(logBuffer)
 	logf := func(format string, args ...any) {
 		t.Logf(format, args...)

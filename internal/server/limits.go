@@ -1,10 +1,12 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
@@ -12,20 +14,61 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
-// errRedisAdmission answers admission.url redis:// until the shared store lands (roadmap item 1).
-var errRedisAdmission = errors.New("admission: redis is not supported yet")
-
 // newAdmission builds the admission store admission.url names: memory:// is an in-memory store
-// on the clock now; redis:// and rediss:// are not supported yet.
-func newAdmission(url string, now func() time.Time) (admission.Store, error) {
+// on the clock now; redis:// and rediss:// the shared Redis store (docs/limits.md). Both seed
+// spend and balances from seeder.
+func newAdmission(url string, now func() time.Time, seeder admission.Seeder, logf func(string, ...any)) (admission.Store, error) {
 	scheme, _, _ := strings.Cut(url, "://")
 	switch scheme {
 	case "", "memory":
-		return admission.NewMemory(now), nil
+		return admission.NewMemory(now, seeder), nil
 	case "redis", "rediss":
-		return nil, errRedisAdmission
+		return admission.OpenRedis(url, admission.RedisOptions{Now: now, Seeder: seeder, Logf: logf})
 	}
 	return nil, errors.New("admission: unsupported admission.url scheme " + scheme)
+}
+
+// ledgerSeeder reads the admission store's seeds from the store of accounts (R-BILL-4): a
+// layer's spend is the sum of its settles in the ledger, a prepaid balance the stored balance
+// minus this process's settles not yet written. Without a store of accounts (or one that cannot
+// sum its ledger) every counter starts at zero.
+type ledgerSeeder struct{ s *Server }
+
+// SpentMicroUSD implements admission.Seeder.
+func (l ledgerSeeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id string, from time.Time) (int64, error) {
+	sr, ok := l.s.accts.(accounts.SpendReader)
+	if !ok {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	f := accounts.SettleFilter{From: from}
+	switch scope {
+	case admission.ScopeKey:
+		f.KeyID = id
+	case admission.ScopeWorkspace:
+		f.WorkspaceID = id
+	default:
+		f.AccountID = id
+	}
+	return sr.SettledMicroUSD(ctx, f)
+}
+
+// BalanceMicroUSD implements admission.Seeder.
+func (l ledgerSeeder) BalanceMicroUSD(ctx context.Context, accountID string) (int64, error) {
+	if l.s.accts == nil {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	a, err := l.s.accts.Account(ctx, accountID)
+	if errors.Is(err, accounts.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return a.BalanceMicroUSD - l.s.ledger.Pending(accountID), nil
 }
 
 // toLimits converts a validated configuration layer's limits.

@@ -113,9 +113,10 @@ func fakeHits(g *gateway) int {
 	return n
 }
 
-// TestLimitRPM: R-BILL-1, contract.md x-switchyard-limit-kind: the third request of a minute
-// to a key with rpm 2 is a 429 rate_limited in the caller's dialect, with limit kind rpm and a
-// retry-after to the end of the minute, and never reaches a provider; the next minute admits.
+// TestLimitRPM: R-BILL-1, contract.md x-switchyard-limit-kind: the third request within a
+// rolling minute to a key with rpm 2 is a 429 rate_limited in the caller's dialect, with limit
+// kind rpm and a retry-after until the oldest request leaves the window, and never reaches a
+// provider; a minute after the first two, the key admits again.
 func TestLimitRPM(t *testing.T) {
 	t.Parallel()
 	for _, s := range surfaces {
@@ -128,6 +129,7 @@ func TestLimitRPM(t *testing.T) {
 					t.Fatalf("status %d %s", resp.StatusCode, b)
 				}
 			}
+			g.Clock.Advance(15 * time.Second) // 12:00:30: the first two leave at 12:01:15
 			resp, b := postKey(t, g, s, "sk-rpm2", limitBody(s, false))
 			requireRefusal(t, g, resp, b, 429, "rate_limited", "rpm", "45")
 			native := gjson.GetBytes(b, "error.type").String()
@@ -159,7 +161,7 @@ func TestLimitTPM(t *testing.T) {
 		t.Fatalf("status %d %s", resp.StatusCode, b)
 	}
 	// Settled to the provider's usage (a few tokens): 200 more still fit in 300.
-	u, _ := g.Admission.Usage(t.Context(), admission.ScopeKey, "tpm")
+	u, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeKey, ID: "tpm"})
 	if u.Tokens <= 0 || u.Tokens >= 100 {
 		t.Fatalf("tokens after settle = %d, want the provider's usage", u.Tokens)
 	}
@@ -219,7 +221,10 @@ func waitHits(t *testing.T, f *fp.Provider, n int) {
 func waitUsage(t *testing.T, g *gateway, scope admission.Scope, id string, ok func(admission.Usage) bool) admission.Usage {
 	t.Helper()
 	var u admission.Usage
-	waitFor(t, func() bool { u, _ = g.Admission.Usage(t.Context(), scope, id); return ok(u) })
+	waitFor(t, func() bool {
+		u, _ = g.Admission.Usage(t.Context(), admission.Layer{Scope: scope, ID: id})
+		return ok(u)
+	})
 	return u
 }
 
@@ -290,7 +295,7 @@ func TestBudgetBurst(t *testing.T) {
 			t.Errorf("status %d: %s", o.status, o.body)
 		}
 	}
-	u, _ := g.Admission.Usage(t.Context(), admission.ScopeKey, "budget")
+	u, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeKey, ID: "budget", Limits: admission.Limits{BudgetPeriod: admission.PeriodTotal}})
 	const budget = 5000 // micro-USD
 	t.Logf("served %d, refused %d, spent %d of %d micro-USD (reserve %d)", served, refused, u.SpentMicroUSD, budget, maxReserve)
 	if served == 0 || refused == 0 {
@@ -302,7 +307,7 @@ func TestBudgetBurst(t *testing.T) {
 	if u.SpentMicroUSD != charged || u.ReservedMicroUSD != 0 || u.InFlight != 0 {
 		t.Errorf("store %+v; audited costs sum to %d micro-USD", u, charged)
 	}
-	if a, _ := g.Admission.Usage(t.Context(), admission.ScopeAccount, "acme"); a.SpentMicroUSD != charged {
+	if a, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeAccount, ID: "acme", Limits: admission.Limits{BudgetPeriod: admission.PeriodDay}}); a.SpentMicroUSD != charged {
 		t.Errorf("account acme spent %d, want %d", a.SpentMicroUSD, charged)
 	}
 	if fakeHits(g) != served {
@@ -337,7 +342,7 @@ func TestFailedAttemptsCostNothing(t *testing.T) {
 			if failed.ReservedMaxUSD <= 0 || failed.ReservedMaxUSD != served.ReservedMaxUSD {
 				t.Errorf("reserved_max_usd %v / %v for a cost of %v", failed.ReservedMaxUSD, served.ReservedMaxUSD, served.CostUSD)
 			}
-			u, _ := g.Admission.Usage(t.Context(), admission.ScopeAccount, "acme")
+			u, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeAccount, ID: "acme", Limits: admission.Limits{BudgetPeriod: admission.PeriodDay}})
 			if u.SpentMicroUSD != admission.MicroUSD(served.CostUSD) || u.ReservedMicroUSD != 0 || u.InFlight != 0 {
 				t.Errorf("account usage %+v, want spent %d", u, admission.MicroUSD(served.CostUSD))
 			}
@@ -349,7 +354,7 @@ func TestFailedAttemptsCostNothing(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.StatusCode, b)
 			}
 			g.generation(t, resp.Header.Get("X-Request-Id"))
-			if u2, _ := g.Admission.Usage(t.Context(), admission.ScopeAccount, "acme"); u2.SpentMicroUSD != u.SpentMicroUSD || u2.ReservedMicroUSD != 0 || u2.InFlight != 0 {
+			if u2, _ := g.Admission.Usage(t.Context(), admission.Layer{Scope: admission.ScopeAccount, ID: "acme", Limits: admission.Limits{BudgetPeriod: admission.PeriodDay}}); u2.SpentMicroUSD != u.SpentMicroUSD || u2.ReservedMicroUSD != 0 || u2.InFlight != 0 {
 				t.Errorf("after a failed request: %+v, want spent unchanged at %d", u2, u.SpentMicroUSD)
 			}
 		})
@@ -415,13 +420,16 @@ func TestAnonymousHasNoLimits(t *testing.T) {
 	requireRefusal(t, g, resp, b, 429, "rate_limited", "rpm", "60")
 }
 
-// TestAdmissionURL: admission.url memory:// builds the in-memory store; redis:// is refused
-// at startup with a clear error until the shared store exists (R-BILL-4).
+// TestAdmissionURL: admission.url memory:// builds the in-memory store and redis:// the shared
+// Redis store (R-BILL-4), which does not dial at start: a Redis down then is the degraded mode,
+// not a refusal to start. A URL go-redis cannot read is an error.
 func TestAdmissionURL(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ url, err string }{
 		{"memory://", ""},
-		{"redis://127.0.0.1:6379/0", "admission: redis is not supported yet"},
+		{"redis://127.0.0.1:6379/0", ""},
+		{"rediss://cache.internal:6380/1", ""},
+		{"redis://127.0.0.1:6379/notadb", "admission: redis: invalid database number"},
 	} {
 		cfg, err := config.Parse("t.yaml", []byte("auth: {required: false}\nadmission: {url: \""+tc.url+"\"}\n"))
 		if err != nil {

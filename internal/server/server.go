@@ -203,7 +203,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	s.relay.Stats = s.stats
 	if s.admit = o.Admission; s.admit == nil {
 		var err error
-		if s.admit, err = newAdmission(cfg.Admission.URL, o.Now); err != nil {
+		if s.admit, err = newAdmission(cfg.Admission.URL, o.Now, ledgerSeeder{s}, s.logf); err != nil {
 			return nil, err
 		}
 	}
@@ -263,6 +263,9 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 // returns. It returns the first error of its parts.
 func (s *Server) Run(ctx context.Context) error {
 	parts := []func(context.Context) error{s.stats.Run}
+	if r, ok := s.admit.(interface{ Run(context.Context) error }); ok {
+		parts = append(parts, r.Run) // the Redis store: lease renewal and retried ends
+	}
 	if s.ledger != nil {
 		parts = append(parts, s.ledger.Run, s.cache.Run)
 	}
@@ -290,8 +293,11 @@ func (s *Server) Run(ctx context.Context) error {
 // Circuits exposes the circuit set (for observability and tests).
 func (s *Server) Circuits() *circuit.Set { return s.circuits }
 
-// Close releases the upstream connection pools.
+// Close releases the upstream connection pools and the admission store's connections.
 func (s *Server) Close() {
+	if c, ok := s.admit.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
 	for _, c := range s.clients {
 		c.Close()
 	}

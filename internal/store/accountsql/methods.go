@@ -454,3 +454,29 @@ func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]acco
 	}
 	return out, wrap("reading the ledger", rows.Err())
 }
+
+// SettledMicroUSD implements accounts.SpendReader: one indexed sum over the ledger (a seed,
+// read once per counter and period, never on each request).
+func (s *Store) SettledMicroUSD(ctx context.Context, f accounts.SettleFilter) (int64, error) {
+	var where, arg string
+	switch {
+	case f.KeyID != "":
+		where, arg = "key_id = ?", f.KeyID
+	case f.WorkspaceID != "":
+		where, arg = "key_id IN (SELECT id FROM keys WHERE workspace_id = ?)", f.WorkspaceID
+	case f.AccountID != "":
+		where, arg = "account_id = ?", f.AccountID
+	default:
+		return 0, errors.New("accountsql: SettledMicroUSD needs a key, workspace or account")
+	}
+	var from int64
+	if !f.From.IsZero() {
+		from = f.From.UnixNano()
+	}
+	var sum int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount_micro_usd), 0) FROM ledger WHERE kind = 'settle' AND at >= ? AND `+where),
+		from, arg).Scan(&sum)
+	return sum, wrap("reading the ledger's spend", err)
+}
+
+var _ accounts.SpendReader = (*Store)(nil)

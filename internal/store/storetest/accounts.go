@@ -34,6 +34,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"Ledger", testLedger},
 		{"CreditBalanceLimit", testCreditBalanceLimit},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
+		{"SettledSums", testSettledSums},
 		{"ConcurrentSettles", testConcurrentSettles},
 		{"LedgerReserveRelease", testLedgerReserveRelease},
 		{"LedgerLargeBatch", testLedgerLargeBatch},
@@ -547,5 +548,46 @@ func testLedgerLargeBatch(t *testing.T, st accounts.Store) {
 	}
 	if es[0].RequestID != "r1499" || es[len(es)-1].RequestID != "r1" {
 		t.Errorf("a1 newest %s, oldest %s; want r1499, r1", es[0].RequestID, es[len(es)-1].RequestID)
+	}
+}
+
+// testSettledSums: SettledMicroUSD sums the settles of one key, workspace or account from a
+// time on (the admission store's seeds, R-BILL-4); reserves, releases and credits do not count.
+func testSettledSums(t *testing.T, st accounts.Store) {
+	sr, ok := st.(accounts.SpendReader)
+	if !ok {
+		t.Skip("the store does not read spend back")
+	}
+	seed(t, st)
+	day := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	e := func(kind accounts.Kind, key, req string, at time.Time, micro int64) accounts.LedgerEntry {
+		return accounts.LedgerEntry{At: at, AccountID: "a1", KeyID: key, RequestID: req, Kind: kind, AmountMicroUSD: micro}
+	}
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{
+		e(accounts.KindSettle, "k1", "r1", day.Add(-time.Second), 100),
+		e(accounts.KindSettle, "k1", "r2", day, 20),
+		e(accounts.KindSettle, "static", "r3", day.Add(time.Hour), 3),
+		e(accounts.KindReserve, "k1", "r4", day.Add(time.Hour), 5000),
+		e(accounts.KindRelease, "k1", "r4", day.Add(time.Hour), 5000),
+	}))
+	for _, tc := range []struct {
+		f    accounts.SettleFilter
+		want int64
+	}{
+		{accounts.SettleFilter{KeyID: "k1"}, 120},
+		{accounts.SettleFilter{KeyID: "k1", From: day}, 20},
+		{accounts.SettleFilter{WorkspaceID: "w1", From: day}, 20},
+		{accounts.SettleFilter{AccountID: "a1"}, 123},
+		{accounts.SettleFilter{AccountID: "a1", From: day}, 23},
+		{accounts.SettleFilter{KeyID: "nobody"}, 0},
+	} {
+		got, err := sr.SettledMicroUSD(bg, tc.f)
+		must(t, err)
+		if got != tc.want {
+			t.Errorf("SettledMicroUSD(%+v) = %d, want %d", tc.f, got, tc.want)
+		}
+	}
+	if _, err := sr.SettledMicroUSD(bg, accounts.SettleFilter{}); err == nil {
+		t.Error("an empty filter was accepted")
 	}
 }
