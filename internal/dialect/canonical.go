@@ -179,10 +179,12 @@ type Event struct {
 	Usage        Usage
 }
 
-// Semantic reports whether the event is output that commits an attempt (R-FAIL-2).
+// Semantic reports whether the event is output that commits an attempt (R-FAIL-2). EventUsage
+// is not: a provider may report usage on every chunk, and a report alone commits nothing (the
+// final report follows the finish, which commits, or precedes the end of stream).
 func (e EventType) Semantic() bool {
 	switch e {
-	case EventText, EventReasoning, EventSignature, EventToolCall, EventToolArgs, EventRefusal, EventFinish, EventUsage:
+	case EventText, EventReasoning, EventSignature, EventToolCall, EventToolArgs, EventRefusal, EventFinish:
 		return true
 	}
 	return false

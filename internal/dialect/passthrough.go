@@ -36,8 +36,10 @@ const (
 	// FrameLifecycle frames (OpenAI's role-only chunk, Anthropic message_start, ping, an empty
 	// content_block_start, keep-alives) are held before commit and never commit by themselves.
 	FrameLifecycle FrameKind = iota
-	// FrameSemantic frames carry output: a text, reasoning or tool-call delta, a refusal, a
-	// finish reason or a final usage report. The first one commits the attempt.
+	// FrameSemantic frames carry output: a text, reasoning or tool-call delta, a refusal or a
+	// finish reason. The first one commits the attempt. A usage report alone is not semantic:
+	// some providers report usage on every chunk (R-FAIL-2's final usage report commits through
+	// the finish it follows, or the end of stream after it).
 	FrameSemantic
 	// FrameDone is the dialect's normal end of stream (`data: [DONE]`, `message_stop`).
 	FrameDone
@@ -54,9 +56,14 @@ type StreamState struct {
 	RequestedModel string
 	// IncludeUsage forwards OpenAI usage chunks (the caller asked for them).
 	IncludeUsage bool
-	// Usage is the provider-reported usage seen so far; UsageSeen says whether any was reported.
+	// Usage is the provider-reported usage seen so far (the latest report); UsageSeen says
+	// whether any was reported.
 	Usage     Usage
 	UsageSeen bool
+	// Finished says the provider sent its finish (an OpenAI finish_reason, an Anthropic
+	// message_delta with a stop_reason): a clean end of stream after it is a complete answer,
+	// not a truncation, even without the terminal frame ([DONE], message_stop).
+	Finished bool
 	// Scratch is reused between frames to build rewritten data without allocating.
 	Scratch []byte
 }

@@ -37,6 +37,9 @@ type Codec interface {
 	// encodeStreamError appends the terminal error of a translated stream (R-FAIL-4); it may
 	// use the encoder's state (the Responses surface continues its sequence numbers).
 	encodeStreamError(t *translation, dst []byte, fe *failure.Error, requestID string) []byte
+	// appendStreamDone appends the dialect's normal end of a same-dialect stream (`data: [DONE]`,
+	// message_stop), for a provider that sent its finish and closed without it.
+	appendStreamDone(dst []byte) []byte
 }
 
 // ResponsesCodec is the codec of the OpenAI Responses surface: every deployment serves it
@@ -81,6 +84,11 @@ func (responsesCodec) encodeStreamError(t *translation, dst []byte, fe *failure.
 func (openaiCodec) encodeStreamError(_ *translation, dst []byte, fe *failure.Error, rid string) []byte {
 	return openai.AppendStreamError(dst, fe, rid)
 }
+func (openaiCodec) appendStreamDone(dst []byte) []byte { return append(dst, "data: [DONE]\n\n"...) }
+func (anthropicCodec) appendStreamDone(dst []byte) []byte {
+	return append(dst, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
+}
+
 func (anthropicCodec) encodeStreamError(_ *translation, dst []byte, fe *failure.Error, rid string) []byte {
 	return anthropic.AppendStreamError(dst, fe, rid)
 }

@@ -36,3 +36,17 @@ func TestCostRoundedToMicroUSD(t *testing.T) {
 		t.Error("unpriced usage must cost 0")
 	}
 }
+
+// Pools keep small buffers only: a scratch that grew past maxPooledBuffer on one request goes
+// back to the pool without that buffer.
+func TestScratchPoolDropsLargeBuffers(t *testing.T) {
+	rl := New(nil, nil)
+	sc := rl.pool.Get().(*scratch)
+	sc.body = make([]byte, 0, 2*maxPooledBuffer)
+	sc.resp = make([]byte, 10, maxPooledBuffer)
+	sc.hold = make([]byte, 0, maxPooledBuffer+1)
+	rl.putScratch(sc)
+	if sc.body != nil || sc.hold != nil || cap(sc.resp) != maxPooledBuffer {
+		t.Fatalf("kept: body %d hold %d resp %d", cap(sc.body), cap(sc.hold), cap(sc.resp))
+	}
+}

@@ -174,6 +174,24 @@ type scratch struct {
 	tr   translation // cross-dialect state
 }
 
+// maxPooledBuffer is the largest buffer a pooled scratch keeps (1 MiB): a request that needed
+// more (a large body, a big non-stream response) lets its buffer go instead of pinning it in
+// the pool for ever.
+const maxPooledBuffer = 1 << 20
+
+// putScratch returns sc to the pool, without any buffer larger than maxPooledBuffer.
+func (rl *Relay) putScratch(sc *scratch) {
+	for _, b := range [...]*[]byte{&sc.body, &sc.resp, &sc.out, &sc.hold, &sc.st.Scratch} {
+		if cap(*b) > maxPooledBuffer {
+			*b = nil
+		}
+	}
+	if sc.rd.BufferCap() > maxPooledBuffer {
+		sc.rd = sse.NewReader(nil)
+	}
+	rl.pool.Put(sc)
+}
+
 // attemptRun is the state of one attempt, kept out of parameter lists.
 type attemptRun struct {
 	req     *Request
@@ -206,7 +224,7 @@ type attemptRun struct {
 func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p *plan.Plan) Result {
 	var res Result
 	sc := rl.pool.Get().(*scratch)
-	defer rl.pool.Put(sc)
+	defer rl.putScratch(sc)
 	rc := http.NewResponseController(w)
 	sc.tr.reset()
 
@@ -413,6 +431,11 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 	for {
 		ev, err := sc.rd.Next()
 		if err != nil {
+			if errors.Is(err, io.EOF) && sc.st.Finished && r.res.Committed {
+				// The provider sent its finish (and usage), then closed cleanly without the
+				// terminal frame: the answer is complete. The caller gets its dialect's end.
+				return rl.endStream(r)
+			}
 			if errors.Is(err, io.EOF) {
 				err = &failure.Error{Class: failure.UpstreamError, Msg: "the provider ended the stream early"}
 			} else if errors.Is(err, sse.ErrEventTooLarge) {
@@ -471,6 +494,29 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			return nil
 		}
 	}
+}
+
+// endStream completes a committed stream whose provider sent its finish and then ended the
+// body cleanly without the terminal frame: the caller gets the terminal frame its dialect
+// expects (the translated stream's end, or `data: [DONE]` / message_stop), and the attempt is
+// completed and billed from the usage seen (estimated when none was), never marked truncated.
+func (rl *Relay) endStream(r *attemptRun) error {
+	sc := r.sc
+	if r.cross {
+		sc.out = r.req.Codec.encodeStream(&sc.tr, sc.out[:0], &dialect.Event{Type: dialect.EventDone})
+	} else {
+		sc.out = r.req.Codec.appendStreamDone(sc.out[:0])
+	}
+	if _, err := r.w.Write(sc.out); err != nil {
+		return rl.callerGone(r)
+	}
+	if err := r.rc.Flush(); err != nil {
+		return rl.callerGone(r)
+	}
+	r.res.Usage, r.res.UsageSeen = sc.st.Usage, sc.st.UsageSeen
+	r.finishUsage(sc.st.Usage, sc.st.UsageSeen)
+	r.a.Outcome = audit.OutcomeCompleted
+	return nil
 }
 
 // streamFailure handles a failure inside a stream. Before commit it is returned for failover

@@ -112,8 +112,11 @@ func (t *translation) scanFrame(dst []byte, ev sse.Event, up, caller Codec, st *
 				kind = dialect.FrameLifecycle
 			}
 		}
-		if e.Type == dialect.EventUsage {
+		switch e.Type {
+		case dialect.EventUsage: // the latest report wins; it commits nothing on its own
 			st.Usage, st.UsageSeen = e.Usage, true
+		case dialect.EventFinish:
+			st.Finished = true
 		}
 		dst = caller.encodeStream(t, dst, e)
 	}

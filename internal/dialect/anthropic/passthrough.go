@@ -62,7 +62,8 @@ func AppendUpstreamBody(dst, body []byte, info *dialect.RequestInfo, upstreamMod
 // ScanFrame classifies one upstream messages stream event and, for frames to forward, appends
 // the re-framed event (with `event:` and `data:` lines; message_start's model echoed as
 // st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6). message_start's input-token preamble and
-// message_delta's cumulative usage update st.Usage. FrameError frames are not appended.
+// message_delta's cumulative usage update st.Usage; a message_delta with a stop_reason is the
+// finish (semantic, st.Finished), one without is lifecycle. FrameError frames are not appended.
 func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
 	root := gjson.Parse(dialect.View(ev.Data))
 	typ := string(ev.Name)
@@ -89,10 +90,15 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 			kind = dialect.FrameSemantic
 		}
 	case "message_delta":
-		// The stop reason and the final cumulative usage report (R-FAIL-2).
+		// The stop reason and the cumulative usage report (R-FAIL-2). A message_delta without a
+		// stop reason (a provider reporting usage as it goes) updates the usage and commits
+		// nothing.
 		readUsage(root.Get("usage"), &st.Usage, false)
 		st.UsageSeen = true
-		kind = dialect.FrameSemantic
+		if sr := root.Get("delta.stop_reason"); sr.Type == gjson.String && sr.Str != "" {
+			kind = dialect.FrameSemantic
+			st.Finished = true
+		}
 	case "ping", "content_block_stop":
 	default:
 		// An event type this gateway does not know yet: forwarded, it does not commit.

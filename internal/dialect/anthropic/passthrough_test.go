@@ -34,7 +34,8 @@ func TestParseRequest(t *testing.T) {
 }
 
 // R-FAIL-2's decision: message_start, ping and an empty content_block_start are lifecycle;
-// deltas, a tool_use block start and message_delta (the final usage report) are semantic;
+// deltas, a tool_use block start and message_delta with a stop_reason (the finish and final
+// usage report) are semantic; a message_delta without one (usage as it goes) is lifecycle;
 // message_stop ends; `event: error` is an in-stream error.
 func TestScanFrame(t *testing.T) {
 	for _, tc := range []struct {
@@ -49,6 +50,7 @@ func TestScanFrame(t *testing.T) {
 		{"thinking delta", "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`, dialect.FrameSemantic},
 		{"json delta", "content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`, dialect.FrameSemantic},
 		{"message_delta", "message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`, dialect.FrameSemantic},
+		{"usage-only message_delta", "message_delta", `{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":7}}`, dialect.FrameLifecycle},
 		{"stop", "message_stop", `{"type":"message_stop"}`, dialect.FrameDone},
 		{"error", "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, dialect.FrameError},
 	} {
@@ -92,5 +94,20 @@ func TestParseRequestDuplicateKeys(t *testing.T) {
 	_, err := ParseRequest([]byte(`{"model":"a","max_tokens":1,"messages":[],"model":"b"}`))
 	if fe := failure.From(err); fe == nil || fe.Class != failure.InvalidRequest || fe.Param != "model" {
 		t.Fatalf("%v", err)
+	}
+}
+
+// The finish is message_delta's stop_reason: it sets Finished; a usage-only message_delta does
+// not, and its usage is kept.
+func TestScanFrameFinished(t *testing.T) {
+	var st dialect.StreamState
+	st.Reset("m", false)
+	ScanFrame(nil, sse.Event{Name: []byte("message_delta"), Data: []byte(`{"type":"message_delta","delta":{},"usage":{"output_tokens":3}}`)}, &st)
+	if st.Finished || st.Usage.Output != 3 {
+		t.Fatalf("usage-only: %+v", st)
+	}
+	ScanFrame(nil, sse.Event{Name: []byte("message_delta"), Data: []byte(`{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":4}}`)}, &st)
+	if !st.Finished || st.Usage.Output != 4 {
+		t.Fatalf("finish: %+v", st)
 	}
 }

@@ -49,8 +49,9 @@ func (d *StreamDecoder) Reset() {
 //   - content_block_delta: text_delta EventText, thinking_delta EventReasoning, signature_delta
 //     EventSignature, input_json_delta EventToolArgs of the block's tool index (empty fragments
 //     skipped); citations_delta nothing.
-//   - message_delta: EventFinish{Stop, StopSequence}, then EventUsage with the cumulative usage
-//     (message_start counts overwritten by any the delta carries).
+//   - message_delta: EventFinish{Stop, StopSequence} when it carries a stop_reason, then
+//     EventUsage with the cumulative usage (message_start counts overwritten by any the delta
+//     carries); one without a stop_reason (usage reported as it goes) gives EventUsage only.
 //   - message_stop: EventDone. error: EventError{Raw: ev.Data}. ping, content_block_stop and
 //     unknown events: nothing.
 //
@@ -76,9 +77,11 @@ func (d *StreamDecoder) Decode(ev sse.Event, out []dialect.Event) []dialect.Even
 	case "message_delta":
 		out = d.start(out)
 		dl := dialect.Get(data, "delta")
-		out = append(out, dialect.Event{Type: dialect.EventFinish,
-			Stop:         stopFromWire(dl.Get("stop_reason").Str),
-			StopSequence: strings.Clone(dl.Get("stop_sequence").Str)})
+		if sr := dl.Get("stop_reason"); sr.Type == gjson.String && sr.Str != "" {
+			out = append(out, dialect.Event{Type: dialect.EventFinish,
+				Stop:         stopFromWire(sr.Str),
+				StopSequence: strings.Clone(dl.Get("stop_sequence").Str)})
+		}
 		readUsage(dialect.Get(data, "usage"), &d.usage, false)
 		out = append(out, dialect.Event{Type: dialect.EventUsage, Usage: d.usage})
 	case "message_stop":

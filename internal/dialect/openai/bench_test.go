@@ -47,7 +47,7 @@ var scanCases = []struct {
 	{"role", frameRole, false, dialect.FrameLifecycle},
 	{"content", frameContent, false, dialect.FrameSemantic},
 	{"finish", frameFinish, false, dialect.FrameSemantic},
-	{"usage-forwarded", frameUsage, true, dialect.FrameSemantic},
+	{"usage-forwarded", frameUsage, true, dialect.FrameLifecycle},
 	{"usage-dropped", frameUsage, false, dialect.FrameDrop},
 	{"done", frameDone, false, dialect.FrameDone},
 }

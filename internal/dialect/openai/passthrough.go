@@ -138,8 +138,9 @@ func trimSpace(s string) string {
 
 // ScanFrame classifies one upstream chat-completions stream event and, for frames to forward,
 // appends the re-framed event (model echoed as st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6).
-// Usage chunks update st.Usage; they are forwarded only when the caller asked (FrameDrop
-// otherwise). FrameError frames are not appended: the caller gets the gateway's own error.
+// Usage reports update st.Usage (the latest wins) and never commit on their own; a usage-only
+// chunk is forwarded only when the caller asked (FrameDrop otherwise). A finish_reason sets
+// st.Finished. FrameError frames are not appended: the caller gets the gateway's own error.
 func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
 	data := ev.Data
 	if len(data) == 6 && string(data) == "[DONE]" {
@@ -166,16 +167,22 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 		return dst, dialect.FrameError
 	}
 	kind := dialect.FrameLifecycle
+	first := choices.Get("0")
 	if usage.IsObject() {
+		// The latest report wins; a report alone never commits (providers that report usage
+		// on every chunk would otherwise commit on their role-only first chunk).
 		readUsage(usage, &st.Usage)
 		st.UsageSeen = true
-		kind = dialect.FrameSemantic
-		if !st.IncludeUsage && !choices.Get("0").Exists() {
+		if !st.IncludeUsage && !first.Exists() {
 			return dst, dialect.FrameDrop
 		}
 	}
-	if kind == dialect.FrameLifecycle && choices.IsArray() && choiceIsSemantic(choices.Get("0")) {
-		kind = dialect.FrameSemantic
+	if choices.IsArray() && first.Exists() {
+		semantic, finished := scanChoice(first)
+		if semantic {
+			kind = dialect.FrameSemantic
+		}
+		st.Finished = st.Finished || finished
 	}
 	if model.Type != gjson.String || model.Index <= 0 || model.Str == st.RequestedModel {
 		return appendData(dst, data), kind
@@ -184,19 +191,23 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 	return appendData(dst, st.Scratch), kind
 }
 
-// choiceIsSemantic reports whether a chunk's first choice carries output or a finish reason.
-func choiceIsSemantic(c gjson.Result) bool {
-	semantic := false
+// scanChoice reports whether a chunk's first choice carries output or a finish reason
+// (semantic), and whether it carries the finish reason (finished).
+func scanChoice(c gjson.Result) (semantic, finished bool) {
 	c.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "finish_reason":
-			semantic = v.Type != gjson.Null
+			if v.Type != gjson.Null {
+				semantic, finished = true, true
+			}
 		case "delta":
-			semantic = v.IsObject() && deltaIsSemantic(v)
+			if !semantic {
+				semantic = v.IsObject() && deltaIsSemantic(v)
+			}
 		}
-		return !semantic
+		return !finished
 	})
-	return semantic
+	return semantic, finished
 }
 
 // deltaIsSemantic reports whether a chunk delta carries output (text, reasoning, a tool call or

@@ -79,8 +79,8 @@ func TestAppendUpstreamBody(t *testing.T) {
 	}
 }
 
-// R-FAIL-2: role-only chunks are lifecycle; text, tool calls, refusals, finish reasons and usage
-// are semantic; [DONE] ends; an error object is an in-stream error; a usage chunk is dropped
+// R-FAIL-2: role-only chunks are lifecycle; text, tool calls, refusals and finish reasons are
+// semantic; a usage report alone is not (providers may report usage on every chunk); [DONE] ends; an error object is an in-stream error; a usage chunk is dropped
 // unless the caller asked (wire.md §1.5). The model is echoed as the caller's id (R-MODEL-6).
 func TestScanFrame(t *testing.T) {
 	for _, tc := range []struct {
@@ -94,7 +94,9 @@ func TestScanFrame(t *testing.T) {
 		{"refusal", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"refusal":"no"}}]}`, false, dialect.FrameSemantic},
 		{"reasoning", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}`, false, dialect.FrameSemantic},
 		{"finish", `{"id":"c","model":"up","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, false, dialect.FrameSemantic},
-		{"usage asked", `{"id":"c","model":"up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, true, dialect.FrameSemantic},
+		{"usage asked", `{"id":"c","model":"up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, true, dialect.FrameLifecycle},
+		{"role chunk with usage", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`, false, dialect.FrameLifecycle},
+		{"text chunk with usage", `{"id":"c","model":"up","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`, false, dialect.FrameSemantic},
 		{"usage not asked", `{"id":"c","model":"up","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2}}`, false, dialect.FrameDrop},
 		{"error", `{"error":{"message":"overloaded","type":"server_error"}}`, false, dialect.FrameError},
 		{"done", `[DONE]`, false, dialect.FrameDone},
@@ -157,5 +159,25 @@ func TestParseRequestDuplicateKeys(t *testing.T) {
 	}
 	if _, err := ParseRequest([]byte(`{"model":"a","messages":[{"role":"user","content":"x"},{"role":"user","content":"y"}]}`)); err != nil {
 		t.Errorf("nested repeated keys are fine: %v", err)
+	}
+}
+
+// The finish: a finish_reason sets Finished (a clean end after it is complete, not truncated);
+// per-chunk usage reports keep the latest.
+func TestScanFrameFinishedAndLatestUsage(t *testing.T) {
+	var st dialect.StreamState
+	st.Reset("m", false)
+	for _, d := range []string{
+		`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`,
+		`{"choices":[{"index":0,"delta":{"content":"b"},"finish_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,
+	} {
+		ScanFrame(nil, sse.Event{Data: []byte(d)}, &st)
+	}
+	if st.Finished || st.Usage.Output != 2 || !st.UsageSeen {
+		t.Fatalf("before the finish: %+v", st)
+	}
+	ScanFrame(nil, sse.Event{Data: []byte(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`)}, &st)
+	if !st.Finished || st.Usage.Output != 3 {
+		t.Fatalf("after the finish: %+v", st)
 	}
 }
