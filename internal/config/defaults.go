@@ -20,6 +20,7 @@ const (
 	DefaultHeaders       = 60 * time.Second
 	DefaultStreamHeaders = 20 * time.Second
 	DefaultStreamIdle    = 60 * time.Second
+	DefaultFirstOutput   = 30 * time.Second
 	DefaultFailures      = 2
 	DefaultCooldown      = 30 * time.Second
 	DefaultWeight        = 1
@@ -58,6 +59,7 @@ func applyDefaults(c *Config) {
 	defaultDuration(&r.Timeouts.Headers, DefaultHeaders, p, "routing.timeouts.headers")
 	defaultDuration(&r.Timeouts.StreamHeaders, DefaultStreamHeaders, p, "routing.timeouts.stream_headers")
 	defaultDuration(&r.Timeouts.StreamIdle, DefaultStreamIdle, p, "routing.timeouts.stream_idle")
+	defaultDuration(&r.Timeouts.FirstOutput, DefaultFirstOutput, p, "routing.timeouts.first_output")
 	defaultDuration(&r.Circuit.Cooldown, DefaultCooldown, p, "routing.circuit.cooldown")
 	if r.Circuit.Failures == 0 && !p.has("routing.circuit.failures") {
 		r.Circuit.Failures = DefaultFailures

@@ -32,7 +32,7 @@ func TestLoadFull(t *testing.T) {
 	wantRouting := Routing{
 		Strategy:   "balanced",
 		PriceBlend: PriceBlend{Input: 1, Output: 1},
-		Timeouts:   Timeouts{Headers: Duration(90 * time.Second), StreamHeaders: Duration(15 * time.Second), StreamIdle: Duration(2 * time.Minute)},
+		Timeouts:   Timeouts{Headers: Duration(90 * time.Second), StreamHeaders: Duration(15 * time.Second), StreamIdle: Duration(2 * time.Minute), FirstOutput: Duration(45 * time.Second)},
 		Circuit:    Circuit{Failures: 3, Cooldown: Duration(90 * time.Second)},
 	}
 	if c.Routing != wantRouting {
@@ -93,7 +93,7 @@ func TestDefaults(t *testing.T) {
 			Routing: Routing{
 				Strategy:   "price",
 				PriceBlend: PriceBlend{Input: 3, Output: 1},
-				Timeouts:   Timeouts{Headers: Duration(60 * time.Second), StreamHeaders: Duration(20 * time.Second), StreamIdle: Duration(60 * time.Second)},
+				Timeouts:   Timeouts{Headers: Duration(60 * time.Second), StreamHeaders: Duration(20 * time.Second), StreamIdle: Duration(60 * time.Second), FirstOutput: Duration(30 * time.Second)},
 				Circuit:    Circuit{Failures: 2, Cooldown: Duration(30 * time.Second)},
 			},
 		}
@@ -187,6 +187,7 @@ func TestValidateRules(t *testing.T) {
 		{"listen bad port", "server:\n  listen: 127.0.0.1:http\n", 2, `server.listen: "127.0.0.1:http" is not HOST:PORT`},
 		{"listen port range", "server:\n  listen: :70000\n", 2, `server.listen: ":70000" is not HOST:PORT`},
 		{"stream_idle zero", "routing:\n  timeouts:\n    stream_idle: 0s\n", 3, `routing.timeouts.stream_idle: must be > 0, got 0s (omit it for the default 1m0s)`},
+		{"first_output zero", "routing:\n  timeouts:\n    first_output: 0s\n", 3, `routing.timeouts.first_output: must be > 0, got 0s (omit it for the default 30s)`},
 		{"cooldown zero", "routing:\n  circuit:\n    cooldown: 0s\n", 3, `routing.circuit.cooldown: must be > 0`},
 		{"failures negative", "routing:\n  circuit:\n    failures: -1\n", 3, `routing.circuit.failures: must be >= 1, got -1`},
 		{"weight inf", "models: [{id: m}]\ndeployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - {model: m, weight: .inf}\n", 7, `weight: must be a finite number > 0, got +Inf`},

@@ -86,6 +86,11 @@ type Timeouts struct {
 	// StreamIdle is the longest gap between two upstream stream frames (keep-alives count) before
 	// the attempt is a hang (default 60s). Before commit it fails over; after, it truncates.
 	StreamIdle Duration `yaml:"stream_idle"`
+	// FirstOutput is, on a stream, the longest time from the response headers to the first
+	// semantic output (default 30s). Lifecycle frames (pings, keep-alive comments, unknown
+	// events) do not stop it: a provider that sends only those is a hang (R-CIRCUIT-5) and,
+	// before commit, fails over.
+	FirstOutput Duration `yaml:"first_output"`
 }
 
 // Circuit configures the breakers (R-CIRCUIT-1, R-CIRCUIT-7).

@@ -154,6 +154,7 @@ func (v *validator) routing(r *Routing) {
 	v.positiveDuration("routing.timeouts.headers", r.Timeouts.Headers, DefaultHeaders)
 	v.positiveDuration("routing.timeouts.stream_headers", r.Timeouts.StreamHeaders, DefaultStreamHeaders)
 	v.positiveDuration("routing.timeouts.stream_idle", r.Timeouts.StreamIdle, DefaultStreamIdle)
+	v.positiveDuration("routing.timeouts.first_output", r.Timeouts.FirstOutput, DefaultFirstOutput)
 	v.positiveDuration("routing.circuit.cooldown", r.Circuit.Cooldown, DefaultCooldown)
 	if r.Circuit.Failures < 1 {
 		v.add("routing.circuit.failures", "must be >= 1, got %d (omit it for the default %d)", r.Circuit.Failures, DefaultFailures)

@@ -35,6 +35,11 @@ const maxErrorBody = 64 << 10
 // maxResponseBody caps a non-stream upstream response (64 MiB); larger is an upstream_error.
 const maxResponseBody = 64 << 20
 
+// MaxHeldBytes caps the lifecycle frames held before commit (64 KiB): a provider that sends
+// more before any semantic output (pings, unknown events) is an upstream_error, which fails
+// over (docs/behaviour.md).
+const MaxHeldBytes = 64 << 10
+
 // Request is one model call as the relay sees it. Body is the caller's body, read once.
 type Request struct {
 	ID string
@@ -462,11 +467,16 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			return rl.streamFailure(r, r.up.NormalizeStreamError(ev.Data))
 		case dialect.FrameLifecycle:
 			if !r.res.Committed {
+				if len(sc.hold)+len(out) > MaxHeldBytes {
+					return rl.streamFailure(r, &failure.Error{Class: failure.UpstreamError, UpstreamStatus: call.Status,
+						Msg: "the provider sent more than 64 KiB of stream events before any output"})
+				}
 				sc.hold = append(sc.hold, out...)
 				continue
 			}
 		case dialect.FrameSemantic, dialect.FrameDone:
 			if !r.res.Committed {
+				call.Output() // the first-output deadline is met
 				ms := msSince(r.a.DispatchedAt, time.Now())
 				r.a.FirstTokenMS = &ms
 				r.commit(true)

@@ -190,6 +190,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		Headers:       cfg.Routing.Timeouts.Headers.D(),
 		StreamHeaders: cfg.Routing.Timeouts.StreamHeaders.D(),
 		StreamIdle:    cfg.Routing.Timeouts.StreamIdle.D(),
+		FirstOutput:   cfg.Routing.Timeouts.FirstOutput.D(),
 		Dial:          o.Dial,
 	}
 	s.deadlines = dl

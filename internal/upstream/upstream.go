@@ -1,9 +1,10 @@
 // Package upstream owns the physical call to one deployment: one tuned http.Transport per
 // deployment, the deployment's credentials, the dialect's endpoint and headers, and the
 // deadlines of R-FAIL-5 (response headers within 20 s on a stream, 60 s otherwise; an idle
-// stream is a hang too). Errors come back classified as *failure.Error; a missed deadline is
-// an upstream_timeout marked as a hang (R-CIRCUIT-5), told apart from a caller's cancellation
-// (R-FAIL-11) through context.Cause.
+// stream is a hang too, and so is a stream without semantic output 30 s after its headers).
+// Errors come back classified as *failure.Error; a missed deadline is an upstream_timeout
+// marked as a hang (R-CIRCUIT-5), told apart from a caller's cancellation (R-FAIL-11) through
+// context.Cause.
 package upstream
 
 import (
@@ -37,6 +38,10 @@ type Deadlines struct {
 	Headers       time.Duration // non-streaming headers deadline (default 60s)
 	StreamHeaders time.Duration // streaming headers deadline (default 20s)
 	StreamIdle    time.Duration // longest gap between reads of a response body (default 60s)
+	// FirstOutput is, on a stream, the longest time from the response headers to the first
+	// semantic output, which the caller reports with Call.Output (default 30s): reads of
+	// lifecycle frames (pings, comments, unknown events) do not extend it.
+	FirstOutput time.Duration
 	// Dial, when set, replaces the TCP dialer (in-memory networks in tests, custom proxies).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -50,6 +55,9 @@ func (d *Deadlines) withDefaults() {
 	}
 	if d.StreamIdle <= 0 {
 		d.StreamIdle = 60 * time.Second
+	}
+	if d.FirstOutput <= 0 {
+		d.FirstOutput = 30 * time.Second
 	}
 }
 
@@ -139,6 +147,9 @@ type Call struct {
 	idle   time.Duration
 	cancel context.CancelCauseFunc
 	ctx    context.Context
+	// firstBy is the first-output deadline of a stream until Output is called; zero after,
+	// and on a non-stream call.
+	firstBy time.Time
 }
 
 // Send performs one attempt of protocol op with body (already rewritten for this route). anthropicBeta is the
@@ -198,10 +209,26 @@ func (c *Client) Send(ctx context.Context, op catalog.Protocol, body []byte, str
 	if !stream {
 		idle = c.deadlines.Headers
 	}
-	timer.Reset(idle)
 	call := &Call{Status: resp.StatusCode, Header: resp.Header, HeadersAt: time.Now(), resp: resp, timer: timer, idle: idle, cancel: cancel, ctx: actx}
+	if stream {
+		// One timer serves both deadlines: it is armed for whichever comes first.
+		call.firstBy = call.HeadersAt.Add(c.deadlines.FirstOutput)
+		timer.Reset(min(idle, c.deadlines.FirstOutput))
+	} else {
+		timer.Reset(idle)
+	}
 	call.Body = (*idleReader)(call)
 	return call, nil
+}
+
+// Output reports the stream's first semantic output: the first-output deadline no longer
+// applies, only the idle deadline between reads. Later calls do nothing.
+func (c *Call) Output() {
+	if c.firstBy.IsZero() {
+		return
+	}
+	c.firstBy = time.Time{}
+	c.timer.Reset(c.idle)
 }
 
 // Err classifies an error returned by Body.Read.
@@ -209,7 +236,12 @@ func (c *Call) Err(ctx context.Context, err error) error {
 	if err == nil || err == io.EOF {
 		return err
 	}
-	return classifyTransport(ctx, context.Cause(c.ctx), err)
+	cause := context.Cause(c.ctx)
+	if ctx.Err() == nil && errors.Is(cause, failure.ErrHeadersDeadline) && !c.firstBy.IsZero() && !time.Now().Before(c.firstBy) {
+		return &failure.Error{Class: failure.UpstreamTimeout, Hang: true, Cause: err,
+			Msg: "the provider sent no output within the first-output deadline"}
+	}
+	return classifyTransport(ctx, cause, err)
 }
 
 // Drain reads what is left of a body whose stream has ended normally (at most 64 KiB, within
@@ -233,7 +265,11 @@ type idleReader Call
 func (r *idleReader) Read(p []byte) (int, error) {
 	n, err := r.resp.Body.Read(p)
 	if n > 0 {
-		r.timer.Reset(r.idle)
+		d := r.idle
+		if !r.firstBy.IsZero() {
+			d = min(d, max(time.Until(r.firstBy), 0))
+		}
+		r.timer.Reset(d)
 	}
 	return n, err
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -132,4 +133,49 @@ func TestUpstreamHeaders(t *testing.T) {
 			t.Fatalf("headers %v", h)
 		}
 	})
+}
+
+// R-CIRCUIT-5: on a stream, the first-output deadline runs from the headers; reads that the
+// caller does not report as output (keep-alives) do not extend it, and missing it is a hang.
+// Once Output is called, only the idle deadline applies.
+func TestFirstOutputDeadline(t *testing.T) {
+	for _, output := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			serve := func(c net.Conn, _ *http.Request) {
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+				for range 20 { // a keep-alive every 5 s for 100 s, then silence
+					time.Sleep(5 * time.Second)
+					if _, err := io.WriteString(c, "e\r\n: keep-alive\n\n\r\n"); err != nil {
+						return
+					}
+				}
+				_, _ = io.Copy(io.Discard, c)
+			}
+			c := New(testDeployment(catalog.OpenAI), Deadlines{StreamIdle: 10 * time.Second, Dial: pipeProvider(t, serve)})
+			defer c.Close()
+			ctx := context.Background()
+			call, err := c.Send(ctx, catalog.ProtocolModel, []byte(`{}`), true, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if output {
+				call.Output()
+			}
+			start := time.Now()
+			_, err = io.Copy(io.Discard, call.Body)
+			fe := failure.From(call.Err(ctx, err))
+			want, msg := 30*time.Second, "first-output"
+			if output {
+				want, msg = 110*time.Second, "in time" // the keep-alives, then stream_idle
+			}
+			if got := time.Since(start); got != want {
+				t.Errorf("output=%v: failed after %v, want %v", output, got, want)
+			}
+			if fe.Class != failure.UpstreamTimeout || !fe.Hang || !strings.Contains(fe.Msg, msg) {
+				t.Errorf("output=%v: %+v", output, fe)
+			}
+			call.Close()
+			time.Sleep(10 * time.Second) // the provider's next write fails: it returns
+		})
+	}
 }

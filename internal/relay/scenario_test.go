@@ -1,0 +1,388 @@
+package relay_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/upstream"
+)
+
+// scenario is one row of the attempt loop's table: deployments in plan order with their
+// scripts, the caller's request, and what the caller and the audit must see.
+type scenario struct {
+	name      string
+	deps      []dep
+	opts      rigOptions
+	surface   catalog.Dialect // "" is OpenAI
+	nonStream bool
+	fallback  bool
+	limit     int // Request.AttemptLimit
+	// ctx, when set, wraps the request context (a shutdown, a cancellation).
+	ctx func(context.Context) context.Context
+	// writer, when set, tunes the caller's connection (a panic while writing).
+	writer func(*recorder)
+	check  func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration)
+}
+
+func oa(name string, s script) dep { return dep{name: name, dialect: "openai", play: s} }
+func an(name string, s script) dep { return dep{name: name, dialect: "anthropic", play: s} }
+
+// served checks a completed answer from deployment want after n attempts.
+func served(t *testing.T, res relay.Result, w *recorder, want string, n int) {
+	t.Helper()
+	if res.Status != http.StatusOK || res.Class != "" || !res.Committed || len(res.Attempts) != n {
+		t.Fatalf("status %d class %q committed %v attempts %d, want 200 after %d: %s", res.Status, res.Class, res.Committed, len(res.Attempts), n, w.body.String())
+	}
+	last := res.Attempts[n-1]
+	if last.Deployment != want || last.Outcome != audit.OutcomeCompleted {
+		t.Fatalf("served by %s (%s), want %s completed", last.Deployment, last.Outcome, want)
+	}
+	if got := w.h.Get("X-Switchyard-Deployment"); got != want {
+		t.Fatalf("x-switchyard-deployment %q", got)
+	}
+	for _, a := range res.Attempts[:n-1] {
+		if a.Outcome != audit.OutcomeFailed {
+			t.Fatalf("earlier attempt %+v", a)
+		}
+	}
+}
+
+// refused checks a typed error answer of class c after n attempts, nothing committed.
+func refused(t *testing.T, res relay.Result, w *recorder, c failure.Class, n int) {
+	t.Helper()
+	if res.Committed || res.Class != c || res.Status != c.Status() || len(res.Attempts) != n {
+		t.Fatalf("committed %v class %q status %d attempts %d, want %s after %d", res.Committed, res.Class, res.Status, len(res.Attempts), c, n)
+	}
+	if w.status != c.Status() || !strings.Contains(w.body.String(), string(c)) || w.h.Get("X-Switchyard-Error-Code") != string(c) {
+		t.Fatalf("caller got %d %q", w.status, w.body.String())
+	}
+}
+
+// endsWith checks the caller's stream ends with suffix and holds no error event.
+func endsWith(t *testing.T, w *recorder, suffix string) {
+	t.Helper()
+	b := w.body.String()
+	if !strings.HasSuffix(b, suffix) || strings.Count(b, suffix) != 1 || strings.Contains(b, `"error"`) {
+		t.Fatalf("stream does not end with exactly one %q:\n%s", suffix, b)
+	}
+}
+
+// truncatedStream checks a committed stream that ended with one terminal error event.
+func truncatedStream(t *testing.T, res relay.Result, w *recorder, n int) {
+	t.Helper()
+	b := w.body.String()
+	if !res.Committed || res.Status != 200 || res.Class != failure.UpstreamTruncated || len(res.Attempts) != n {
+		t.Fatalf("committed %v status %d class %q attempts %d", res.Committed, res.Status, res.Class, len(res.Attempts))
+	}
+	if res.Attempts[n-1].Outcome != audit.OutcomeTruncated {
+		t.Fatalf("attempt %+v", res.Attempts[n-1])
+	}
+	i := strings.LastIndex(b, "upstream_truncated")
+	if i < 0 || strings.Count(b, "upstream_truncated") != 1 || strings.Contains(b, "[DONE]") || strings.Contains(b, "message_stop") {
+		t.Fatalf("stream without exactly one terminal error event:\n%s", b)
+	}
+	if rest := b[i:]; strings.Count(rest, "\n\n") != 1 {
+		t.Fatalf("frames after the terminal error event:\n%s", b)
+	}
+}
+
+// hangAt checks that the first attempt failed as a hang (upstream_timeout, R-CIRCUIT-5) and that
+// the request took exactly d of the bubble's time (the failover itself takes none).
+func hangAt(t *testing.T, res relay.Result, took, d time.Duration) {
+	t.Helper()
+	if a := res.Attempts[0]; a.ErrorCode != string(failure.UpstreamTimeout) {
+		t.Fatalf("first attempt %+v, want upstream_timeout", a)
+	}
+	if took != d {
+		t.Fatalf("failed over after %v, want %v", took, d)
+	}
+}
+
+func usageIs(t *testing.T, res relay.Result, in, out int64, prov string) {
+	t.Helper()
+	a := res.Attempts[len(res.Attempts)-1]
+	if a.Tokens.Input != in || a.Tokens.Output != out || a.UsageProvenance != prov {
+		t.Fatalf("usage %+v provenance %q, want input %d output %d %s", a.Tokens, a.UsageProvenance, in, out, prov)
+	}
+}
+
+var scenarios = []scenario{
+	{
+		name: "completes",
+		deps: []dep{oa("a", sse(oaRole, oaText("Hi"), oaFinish, oaUsage(7, 1), oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			endsWith(t, w, "data: [DONE]\n\n")
+			usageIs(t, res, 7, 1, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name: "fails over before commit: 5xx",
+		deps: []dep{oa("a", status(500, oaServerError)), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			if res.Attempts[0].ErrorCode != string(failure.UpstreamError) {
+				t.Fatalf("first attempt %+v", res.Attempts[0])
+			}
+		},
+	},
+	{
+		name: "fails over before commit: in-stream error after the held preamble",
+		deps: []dep{oa("a", sse(oaRole, oaStreamError)), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			if strings.Count(w.body.String(), `"role":"assistant"`) != 1 {
+				t.Fatalf("the failed attempt's held preamble reached the caller:\n%s", w.body.String())
+			}
+		},
+	},
+	{
+		name: "no failover after commit: an in-stream error is the terminal event",
+		deps: []dep{oa("a", sse(oaRole, oaText("Hi"), oaStreamError)), oa("b", nil)},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			truncatedStream(t, res, w, 1)
+		},
+	},
+	{
+		name: "content policy does not fail over",
+		deps: []dep{oa("a", status(400, `{"error":{"message":"flagged","type":"invalid_request_error","param":null,"code":"content_policy_violation"}}`)), oa("b", nil)},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			refused(t, res, w, failure.ContentPolicy, 1)
+		},
+	},
+	{
+		name: "context overflow does not fail over",
+		deps: []dep{oa("a", status(400, `{"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`)), oa("b", nil)},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			refused(t, res, w, failure.ContextOverflow, 1)
+		},
+	},
+	{
+		name:  "attempt limit",
+		deps:  []dep{oa("a", status(500, oaServerError)), oa("b", nil)},
+		limit: 1,
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			refused(t, res, w, failure.UpstreamError, 1)
+		},
+	},
+	{
+		name:     "fallback model after every route of the requested one",
+		deps:     []dep{oa("a", status(500, oaServerError)), an("b", status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))},
+		opts:     rigOptions{fallback: &dep{name: "f", dialect: "openai", play: sse(oaRole, oaText("Hi"), oaFinish, oaDone)}},
+		fallback: true,
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "f", 3)
+			if w.h.Get("X-Switchyard-Model") != "m2" {
+				t.Fatalf("x-switchyard-model %q", w.h.Get("X-Switchyard-Model"))
+			}
+		},
+	},
+
+	// R-FAIL-4 / R-BILL-2: a clean end after the finish is complete; before it, truncated.
+	{
+		name: "finish then clean close without [DONE] completes (OpenAI)",
+		deps: []dep{oa("a", sse(oaRole, oaText("Hi"), oaFinish, oaUsage(7, 2)))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			endsWith(t, w, "data: [DONE]\n\n")
+			usageIs(t, res, 7, 2, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name:    "finish then clean close without message_stop completes (Anthropic)",
+		surface: catalog.Anthropic,
+		deps:    []dep{an("a", sse(anStart, anBlockStart, anText("Hi"), anBlockStop, anDelta("end_turn", 4)))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			endsWith(t, w, anStop)
+			usageIs(t, res, 9, 4, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name:    "finish then clean close, translated OpenAI provider to Anthropic caller",
+		surface: catalog.Anthropic,
+		deps:    []dep{oa("a", sse(oaRole, oaText("Hi"), oaFinish, oaUsage(7, 2)))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			endsWith(t, w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+			if !strings.Contains(w.body.String(), `"stop_reason":"end_turn"`) {
+				t.Fatalf("no message_delta with the stop reason:\n%s", w.body.String())
+			}
+			usageIs(t, res, 7, 2, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name: "finish then clean close, translated Anthropic provider to OpenAI caller",
+		deps: []dep{an("a", sse(anStart, anBlockStart, anText("Hi"), anBlockStop, anDelta("end_turn", 4)))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			endsWith(t, w, "data: [DONE]\n\n")
+			usageIs(t, res, 9, 4, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name: "clean close before the finish is truncated (OpenAI)",
+		deps: []dep{oa("a", sse(oaRole, oaText("Hi"))), oa("b", nil)},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			truncatedStream(t, res, w, 1)
+			usageIs(t, res, 10, 1, audit.ProvenanceEstimated)
+		},
+	},
+	{
+		name:    "clean close before the finish is truncated (Anthropic, usage-only message_delta)",
+		surface: catalog.Anthropic,
+		deps:    []dep{an("a", sse(anStart, anBlockStart, anText("Hi"), anDelta("", 3))), an("b", nil)},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			truncatedStream(t, res, w, 1)
+		},
+	},
+
+	// Per-chunk usage does not commit on its own; the latest report is billed.
+	{
+		name: "usage on every chunk does not commit the role chunk (OpenAI)",
+		deps: []dep{
+			oa("a", sse(oaWithUsage(`{"role":"assistant","content":""}`, "null", 7, 0), oaStreamError)),
+			oa("b", sse(oaWithUsage(`{"role":"assistant","content":""}`, "null", 7, 0), oaWithUsage(`{"content":"Hi"}`, "null", 7, 1),
+				oaWithUsage(`{"content":" there"}`, "null", 7, 2), oaWithUsage(`{}`, `"stop"`, 7, 3), oaDone)),
+		},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			usageIs(t, res, 7, 3, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name:    "usage-only message_delta does not commit (Anthropic)",
+		surface: catalog.Anthropic,
+		deps: []dep{
+			an("a", sse(anStart, anDelta("", 1), anOverloaded)),
+			an("b", sse(anStart, anBlockStart, anText("Hi"), anDelta("", 2), anBlockStop, anDelta("end_turn", 5), anStop)),
+		},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			usageIs(t, res, 9, 5, audit.ProvenanceObserved)
+		},
+	},
+	{
+		name:    "usage on every chunk does not commit, translated to an Anthropic caller",
+		surface: catalog.Anthropic,
+		deps: []dep{
+			oa("a", sse(oaWithUsage(`{"role":"assistant","content":""}`, "null", 7, 0), oaStreamError)),
+			oa("b", sse(oaWithUsage(`{"role":"assistant","content":""}`, "null", 7, 0), oaWithUsage(`{"content":"Hi"}`, "null", 7, 1), oaWithUsage(`{}`, `"stop"`, 7, 2), oaDone)),
+		},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			usageIs(t, res, 7, 2, audit.ProvenanceObserved)
+		},
+	},
+	// R-CIRCUIT-5: the first-output deadline (routing.timeouts.first_output, 30 s by default)
+	// runs from the response headers to the first semantic output; lifecycle frames do not
+	// extend it. Missing it before commit is a hang that fails over. Times are the bubble's.
+	{
+		name:    "ping-only provider fails over at the first-output deadline (Anthropic pings)",
+		surface: catalog.Anthropic,
+		deps:    []dep{an("a", every(5*time.Second, anPing, anStart, anBlockStart)), an("b", sse(anStart, anBlockStart, anText("Hi"), anBlockStop, anDelta("end_turn", 2), anStop))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "b", 2)
+			hangAt(t, res, took, 30*time.Second)
+			if strings.Count(w.body.String(), "event: message_start") != 1 || strings.Contains(w.body.String(), "event: ping") {
+				t.Fatalf("the ping-only attempt's held frames reached the caller:\n%s", w.body.String())
+			}
+		},
+	},
+	{
+		name: "keep-alive comments only: fails over at the first-output deadline",
+		deps: []dep{oa("a", every(5*time.Second, ": keep-alive\n\n")), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "b", 2)
+			hangAt(t, res, took, 30*time.Second)
+		},
+	},
+	{
+		name: "unknown events only: fails over at the first-output deadline",
+		deps: []dep{an("a", every(time.Second, anFrame("vendor_heartbeat", `{"type":"vendor_heartbeat"}`), anStart)), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "b", 2)
+			hangAt(t, res, took, 30*time.Second)
+		},
+	},
+	{
+		name: "headers then silence: the first-output deadline comes before the idle deadline",
+		deps: []dep{oa("a", every(time.Hour, "")), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "b", 2)
+			hangAt(t, res, took, 30*time.Second)
+		},
+	},
+	{
+		name: "a configured first-output deadline",
+		opts: rigOptions{deadlines: upstream.Deadlines{FirstOutput: 2 * time.Second}},
+		deps: []dep{oa("a", every(500*time.Millisecond, ": keep-alive\n\n", oaRole)), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "b", 2)
+			hangAt(t, res, took, 2*time.Second)
+		},
+	},
+	{
+		name: "the deadline ends at the first output: a slow stream after it completes",
+		deps: []dep{oa("a", paced(25*time.Second, oaRole, oaText("Hi"), oaText(" slow"), oaText(" world"), oaFinish, oaDone)), oa("b", nil)},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "a", 1)
+			if took != 125*time.Second {
+				t.Fatalf("took %v", took)
+			}
+		},
+	},
+	{
+		name:    "held lifecycle frames are capped: more than 64 KiB before any output fails over",
+		surface: catalog.Anthropic,
+		deps: []dep{an("a", every(time.Millisecond, anFrame("vendor_padding", `{"type":"vendor_padding","pad":"`+strings.Repeat("x", 1000)+`"}`), anStart)),
+			an("b", sse(anStart, anBlockStart, anText("Hi"), anBlockStop, anDelta("end_turn", 2), anStop))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
+			served(t, res, w, "b", 2)
+			if res.Attempts[0].ErrorCode != string(failure.UpstreamError) || took >= time.Second {
+				t.Fatalf("first attempt %+v after %v", res.Attempts[0], took)
+			}
+			if strings.Contains(w.body.String(), "vendor_padding") || w.body.Len() > 4096 {
+				t.Fatalf("held frames reached the caller (%d bytes)", w.body.Len())
+			}
+		},
+	},
+}
+
+// TestScenarios runs the attempt loop's table (R-FAIL-1..11, R-CIRCUIT-5, R-BILL-2): each row in
+// its own synctest bubble with its own deployments, circuits and relay.
+func TestScenarios(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRig(t, sc.deps, sc.opts)
+				defer g.close()
+				surface := sc.surface
+				if surface == "" {
+					surface = catalog.OpenAI
+				}
+				req, p := g.request(surface, !sc.nonStream, sc.fallback)
+				req.AttemptLimit = sc.limit
+				ctx := context.Background()
+				if sc.ctx != nil {
+					ctx = sc.ctx(ctx)
+				}
+				w := newRecorder()
+				if sc.writer != nil {
+					sc.writer(w)
+				}
+				start := time.Now()
+				res := g.run(ctx, w, req, p)
+				sc.check(t, g, res, w, time.Since(start))
+			})
+		})
+	}
+}
