@@ -59,6 +59,7 @@ type Cache struct {
 	interval time.Duration
 	pending  func(accountID string) int64
 	logf     func(string, ...any)
+	onChange func(context.Context, Change)
 
 	mu      sync.RWMutex
 	keys    map[[sha256.Size]byte]*keyEntry
@@ -84,6 +85,10 @@ type CacheOptions struct {
 	// its stored settings' limits (the configured accounts' limits); nil adds none. It is
 	// called with the cache's lock held and must not call the cache.
 	AccountLayers func(accountID string) []admission.Layer
+	// OnChange, when set, is called by Follow with every change of the feed (resyncs
+	// included) before the cache applies them, for state held outside the cache (the
+	// server's routable overrides, ChangeRoutable). It runs on Follow's applying goroutine.
+	OnChange func(ctx context.Context, ch Change)
 }
 
 // NewCache returns an empty cache over st, which must not be nil.
@@ -105,11 +110,12 @@ func NewCache(st Store, o CacheOptions) *Cache {
 	}
 	return &Cache{
 		st: st, extra: o.AccountLayers, interval: o.ReloadInterval, pending: o.Pending, logf: o.Logf,
-		keys:    make(map[[sha256.Size]byte]*keyEntry),
-		byID:    make(map[string][sha256.Size]byte),
-		revoked: make(map[string]bool),
-		accts:   make(map[string]*account),
-		wss:     make(map[string]*workspace),
+		onChange: o.OnChange,
+		keys:     make(map[[sha256.Size]byte]*keyEntry),
+		byID:     make(map[string][sha256.Size]byte),
+		revoked:  make(map[string]bool),
+		accts:    make(map[string]*account),
+		wss:      make(map[string]*workspace),
 	}
 }
 

@@ -24,6 +24,10 @@ const (
 	ChangePolicy ChangeKind = "policy"
 	// ChangeConnection: a BYOK connection was created or revoked.
 	ChangeConnection ChangeKind = "connection"
+	// ChangeRoutable: an operator's routable override of a deployment or route was set or
+	// cleared (RoutableStore); ID is the deployment. The cache does not hold it: CacheOptions.OnChange
+	// hands it on.
+	ChangeRoutable ChangeKind = "routable"
 	// ChangeResync: the feed (re)connected, so changes may have been missed: reload everything.
 	ChangeResync ChangeKind = "resync"
 )
@@ -46,7 +50,7 @@ func ParseChange(s string) (Change, bool) {
 		return Change{}, false
 	}
 	switch ChangeKind(k) {
-	case ChangeAccount, ChangeWorkspace, ChangeKey, ChangePolicy, ChangeConnection:
+	case ChangeAccount, ChangeWorkspace, ChangeKey, ChangePolicy, ChangeConnection, ChangeRoutable:
 		if id == "" {
 			return Change{}, false
 		}
@@ -150,6 +154,11 @@ func (c *Cache) Follow(ctx context.Context, feed ChangeFeed) error {
 // applyChanges applies one coalesced batch of changes; a store error is logged and left to the
 // next change or poll.
 func (c *Cache) applyChanges(ctx context.Context, batch map[Change]struct{}) {
+	if c.onChange != nil {
+		for ch := range batch {
+			c.onChange(ctx, ch)
+		}
+	}
 	if _, all := batch[Change{Kind: ChangeResync}]; all || len(batch) > maxTargeted {
 		if err := c.Reload(ctx); err != nil && ctx.Err() == nil {
 			c.logf("%v", err)

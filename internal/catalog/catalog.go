@@ -108,6 +108,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 			Tier:     dc.Tier,
 			Region:   dc.Region,
 			Reserved: dc.Reserved,
+			Disabled: dc.Disabled,
 			Routes:   make([]*Route, 0, len(dc.Routes)),
 		}
 		if d.Provider == "" {
@@ -137,6 +138,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 				Weight:                  rc.Weight,
 				ContextWindowTokens:     rc.ContextWindow,
 				UpstreamSnapshotPattern: rc.UpstreamSnapshotPattern,
+				Disabled:                rc.Disabled,
 			}
 			for date, id := range rc.UpstreamSnapshots {
 				compact, ok := config.SnapshotDate(date)

@@ -59,8 +59,11 @@ type Deployment struct {
 	// BYOK marks a caller's own provider connection (R-KEY-5, R-POLICY), named "byok:<id>": it
 	// is not in the catalog, its usage is billed by its provider to the caller (never by the
 	// gateway: cost 0, billing_source "byok"), and it is outside the supply tiers.
-	BYOK   bool
-	Routes []*Route
+	BYOK bool
+	// Disabled is config disabled: true (issue 11 item 3): plans drop the deployment's routes
+	// with reason "disabled" unless an operator's live override (the admin API) says otherwise.
+	Disabled bool
+	Routes   []*Route
 }
 
 // PauseScope is the provider key under which the deployment's circuits and 429 pauses are
@@ -136,6 +139,8 @@ type Route struct {
 	// UpstreamSnapshotPattern is the upstream id of other dated snapshots, "{date}" replaced by
 	// the caller's date as written; "" when the route has none (config upstream_snapshot_pattern).
 	UpstreamSnapshotPattern string
+	// Disabled is the route's config disabled: true (see Deployment.Disabled).
+	Disabled bool
 }
 
 // Protocol is the kind of call a request makes (R-ADMIT-5): a model call (chat completions or

@@ -133,7 +133,11 @@ type Deployment struct {
 	Region   string `yaml:"region"`
 	// Reserved keeps the deployment out of public traffic: it serves only requests made
 	// through a dedicated endpoint that lists it (R-KEY-6). Default false.
-	Reserved bool    `yaml:"reserved"`
+	Reserved bool `yaml:"reserved"`
+	// Disabled takes the deployment out of routing (issue 11 item 3, seed 001 "a routable
+	// state"): plans drop its routes with reason "disabled" and never attempt them. The admin
+	// API (PATCH /admin/v1/deployments/{name}) overrides it live on every replica. Default false.
+	Disabled bool    `yaml:"disabled"`
 	Routes   []Route `yaml:"routes"`
 }
 
@@ -175,6 +179,9 @@ type Route struct {
 	// "anthropic.claude-sonnet-4-5-{date}-v1:0". Empty (and no map entry): the caller's dated
 	// id (the catalog model id plus the caller's date suffix) is sent.
 	UpstreamSnapshotPattern string `yaml:"upstream_snapshot_pattern"`
+	// Disabled takes this one route out of routing, as Deployment.Disabled does for all of a
+	// deployment's routes (PATCH /admin/v1/deployments/{name}/routes/{model} overrides it).
+	Disabled bool `yaml:"disabled"`
 }
 
 // Key is a static API key.

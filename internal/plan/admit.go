@@ -29,6 +29,10 @@ const (
 	ReasonContext     = "context window too small"   // the input estimate reaches the window (R-ADMIT-4)
 	ReasonProtocol    = "protocol not served"        // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
 	ReasonCircuitOpen = "circuit open"               // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	// ReasonDisabled: an operator took the deployment or the route out of routing (config
+	// disabled: true, or the admin API's live override; issue 11 item 3). It is checked before
+	// every other filter of a route the request may use.
+	ReasonDisabled = "disabled"
 )
 
 // rank orders the reasons as the filters run; the highest rank among the dropped routes is the
@@ -51,8 +55,10 @@ func rank(reason string) int {
 		return 7
 	case ReasonProtocol:
 		return 8
-	case ReasonCircuitOpen:
+	case ReasonDisabled: // checked first, ranked late: the pool would serve but for the operator
 		return 9
+	case ReasonCircuitOpen:
+		return 10
 	}
 	return 0
 }
@@ -103,6 +109,9 @@ func admitRoute(p *Plan, rt *catalog.Route, m *catalog.Model, in *Input, h Healt
 	dep := rt.Deployment
 	reason := ""
 	switch {
+	case rt.Deployment.Disabled && in.Routable == nil, rt.Disabled && in.Routable == nil,
+		in.Routable != nil && in.Routable.Disabled(rt):
+		reason = ReasonDisabled
 	case len(in.Providers) > 0 && index(in.Providers, dep) < 0:
 		reason = ReasonProviders
 	case pr.Pin != "" && !matches(pr.Pin, dep):
@@ -164,6 +173,7 @@ func index(names []string, d *catalog.Deployment) int {
 // the last filter, in admission order, that dropped a route:
 //
 //   - a circuit: 503 gateway_error "all deployments cooling down" ([CoolingDown]);
+//   - an operator's disabled state: 503 gateway_error naming the model, no retry-after;
 //   - the protocol: 400 invalid_request, no deployment serves this endpoint;
 //   - context fit: 400 context_overflow;
 //   - the tier scope: 400 invalid_request naming settings.tier_scope;
@@ -215,6 +225,9 @@ func (p *Plan) Refusal() error {
 	case rank(ReasonProtocol):
 		return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 			Msg: fmt.Sprintf("no deployment of model %q serves this endpoint", p.Model)}
+	case rank(ReasonDisabled):
+		return &failure.Error{Class: failure.GatewayError,
+			Msg: fmt.Sprintf("every deployment of model %q that could serve this request is disabled by the operator", p.Model)}
 	}
 	return CoolingDown() // some route will be back
 }

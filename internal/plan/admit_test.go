@@ -161,3 +161,52 @@ func TestRefusalNamesConstraint(t *testing.T) {
 		})
 	}
 }
+
+// routableFunc adapts a function to Routable.
+type routableFunc func(*catalog.Route) bool
+
+func (f routableFunc) Disabled(rt *catalog.Route) bool { return f(rt) }
+
+// TestAdmitDisabled: issue 11 item 3: a deployment or a route an operator took out of routing
+// (config disabled, or the live state given as Input.Routable) is dropped as "disabled" before
+// any other filter and never becomes a candidate; a pool emptied only by it is a 503
+// gateway_error without retry-after; with a circuit also open, the cooling-down 503 wins (some
+// route will be back by itself).
+func TestAdmitDisabled(t *testing.T) {
+	m := model(1000, rt{name: "a", price: usd(1, 1)}, rt{name: "b", price: usd(2, 2)})
+	m.Routes[0].Deployment.Disabled = true
+
+	var p Plan
+	in := input(m)
+	in.Prefs.Pin = "b" // a fails the pin too; disabled is its reason
+	Build(&p, in, nil)
+	if got := dropped(&p); got != "a:disabled" || cands(&p) != "b" {
+		t.Fatalf("dropped %q, candidates %q; want a:disabled and b", got, cands(&p))
+	}
+
+	m.Routes[1].Disabled = true
+	Build(&p, input(m), nil)
+	if got := dropped(&p); got != "a:disabled b:disabled" || len(p.Candidates) != 0 {
+		t.Fatalf("dropped %q, candidates %q", got, cands(&p))
+	}
+	fe := failure.From(p.Refusal())
+	if fe == nil || fe.Class != failure.GatewayError || fe.Class.Status() != 503 || fe.RetryAfter != 0 || !strings.Contains(fe.Msg, "disabled") {
+		t.Fatalf("Refusal = %+v, want a 503 gateway_error naming the disabled state", fe)
+	}
+
+	// The live state replaces the catalog's flags: a enabled, b still disabled.
+	in = input(m)
+	in.Routable = routableFunc(func(r *catalog.Route) bool { return r.Deployment.Name == "b" })
+	Build(&p, in, nil)
+	if got := dropped(&p); got != "b:disabled" || cands(&p) != "a" {
+		t.Fatalf("live state: dropped %q, candidates %q", got, cands(&p))
+	}
+
+	// One route disabled, the other cooling down: the cooling-down refusal.
+	in.Routable = nil
+	m.Routes[1].Disabled = false
+	Build(&p, in, openSet{"b": true})
+	if fe := failure.From(p.Refusal()); fe == nil || fe.Msg != MsgCoolingDown {
+		t.Fatalf("disabled + open circuit: Refusal = %+v, want cooling down", fe)
+	}
+}

@@ -142,6 +142,16 @@ type Input struct {
 	SavedOrder []string
 	// Policy and Funding name the policy and its funding rule in the plan (display only).
 	Policy, Funding string
+	// Routable tells which routes an operator took out of routing (ReasonDisabled, issue 11
+	// item 3): the catalog's disabled flags with the live overrides on top. nil reads the
+	// catalog's flags (Deployment.Disabled, Route.Disabled) alone.
+	Routable Routable
+}
+
+// Routable is the operator's routable state of the catalog's routes.
+type Routable interface {
+	// Disabled reports whether rt is out of routing now.
+	Disabled(rt *catalog.Route) bool
 }
 
 // Preferences narrow or reorder the pool; they never widen it (R-ORDER-6, R-SUFFIX-4). Names

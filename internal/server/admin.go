@@ -54,9 +54,13 @@ func (s *Server) initAccounts(cfg *config.Config, o Options) error {
 	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf})
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
-		AccountLayers: func(id string) []admission.Layer { return s.acctLayers[id] }})
+		AccountLayers: func(id string) []admission.Layer { return s.acctLayers[id] },
+		OnChange:      s.onChange})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
+	if err := s.reloadRoutable(ctx); err != nil {
+		return err
+	}
 	return s.cache.Reload(ctx)
 }
 
@@ -96,6 +100,10 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("POST /admin/v1/keys/{id}/connections", s.adminCreateConnection)
 	mux.HandleFunc("GET /admin/v1/keys/{id}/connections", s.adminConnections)
 	mux.HandleFunc("DELETE /admin/v1/keys/{id}/connections/{conn}", s.adminRevokeConnection)
+	mux.HandleFunc("GET /admin/v1/deployments", s.adminDeployments)
+	mux.HandleFunc("GET /admin/v1/deployments/{name}", s.adminGetDeployment)
+	mux.HandleFunc("PATCH /admin/v1/deployments/{name}", s.adminPatchRoutable)
+	mux.HandleFunc("PATCH /admin/v1/deployments/{name}/routes/{model...}", s.adminPatchRoutable)
 	mux.HandleFunc("/", s.serveNotFound)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.adminOn {

@@ -127,6 +127,10 @@ type Server struct {
 	adminOn   bool
 	// acctLayers are the configured accounts' limits as layers, applied to their stored keys.
 	acctLayers map[string][]admission.Layer
+	// routable is the operators' live routable state (routable.go); reloadEvery is
+	// store.reload_interval, the pace of its poll.
+	routable    routableState
+	reloadEvery time.Duration
 }
 
 type staticKey struct {
@@ -177,6 +181,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		blend:        plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
 		strategy:     cfg.Routing.Strategy,
 		attemptLimit: max(cfg.Routing.AttemptLimit, 0),
+		reloadEvery:  cfg.Store.ReloadInterval.D(),
 	}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
@@ -269,6 +274,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.ledger != nil {
 		parts = append(parts, s.ledger.Run, s.cache.Run)
+	}
+	if s.routableStore() != nil {
+		parts = append(parts, func(ctx context.Context) error { return s.runRoutable(ctx, s.reloadEvery) })
 	}
 	if feed, ok := s.accts.(accounts.ChangeFeed); ok && s.cache != nil {
 		// Changes made through other replicas reach this one at once (Postgres LISTEN/NOTIFY);
