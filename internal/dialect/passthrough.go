@@ -151,13 +151,13 @@ func ScanObject(obj gjson.Result, visit func(key string, v gjson.Result)) (dup s
 	return dup
 }
 
-// ScanBody checks that body is one JSON object with no duplicate member names, calling visit
-// for each member in one pass. Errors are *failure.Error invalid_request (the body is not JSON,
-// not an object, or repeats a key, which would let a caller route on one `model` and be served
+// ScanBody checks that body is one JSON object nested at most MaxDepth levels with no duplicate
+// member names, calling visit for each member in one pass. Errors are *failure.Error
+// invalid_request (the body is nested too deep, is not JSON, not an object, or repeats a key, which would let a caller route on one `model` and be served
 // another).
 func ScanBody(body []byte, visit func(key string, v gjson.Result)) error {
-	if !gjson.ValidBytes(body) {
-		return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	if err := CheckRequestJSON(body); err != nil {
+		return err
 	}
 	root := gjson.Parse(View(body))
 	if !root.IsObject() {

@@ -47,9 +47,15 @@ func NormalizeError(status int, header func(name string) string, body []byte) er
 // error, never nil). The error type stands in for the status in the rules of NormalizeError:
 // overloaded_error and api_error are upstream_error, rate_limit_error upstream_rate_limited,
 // invalid_request_error with context text context_overflow (with policy text content_policy),
-// timeout_error upstream_timeout; unknown types and unparsable data are upstream_error.
+// timeout_error upstream_timeout; unknown types, unparsable data and data nested deeper than
+// dialect.MaxDepth are upstream_error.
 // UpstreamStatus is 200, the status of the stream that carried the event.
 func NormalizeStreamError(data []byte) error {
+	if dialect.TooDeep(data) {
+		fe := dialect.ResponseTooDeep()
+		fe.UpstreamStatus = 200
+		return fe
+	}
 	f := readErrFields(200, data)
 	f.status = errStreamStatus(f.typ)
 	n := classifyErr(f)
@@ -146,7 +152,7 @@ func normalizeErr(status int, header func(string) string, body []byte, now func(
 // {"type","message"} as some proxies send it. Anything else leaves every field empty.
 func readErrFields(status int, body []byte) errFields {
 	f := errFields{status: status}
-	if !isJSONObjectStart(body) {
+	if !isJSONObjectStart(body) || dialect.TooDeep(body) { // too deep: read as not JSON
 		return f
 	}
 	s := string(body) // one copy; every field below is a view into it

@@ -63,8 +63,12 @@ func AppendUpstreamBody(dst, body []byte, info *dialect.RequestInfo, upstreamMod
 // the re-framed event (with `event:` and `data:` lines; message_start's model echoed as
 // st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6). message_start's input-token preamble and
 // message_delta's cumulative usage update st.Usage; a message_delta with a stop_reason is the
-// finish (semantic, st.Finished), one without is lifecycle. FrameError frames are not appended.
+// finish (semantic, st.Finished), one without is lifecycle. FrameError frames are not appended;
+// data nested deeper than dialect.MaxDepth is a FrameError too (a provider failure).
 func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
+	if dialect.TooDeep(ev.Data) {
+		return dst, dialect.FrameError // NormalizeStreamError names the depth limit
+	}
 	root := gjson.Parse(dialect.View(ev.Data))
 	typ := string(ev.Name)
 	if typ == "" {
@@ -169,6 +173,9 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 // is not a JSON object is an upstream_error (it fails over: nothing was sent yet).
 func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
+	if dialect.TooDeep(body) {
+		return dst, u, false, dialect.ResponseTooDeep()
+	}
 	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() {
 		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
 	}

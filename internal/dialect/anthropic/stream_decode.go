@@ -52,13 +52,17 @@ func (d *StreamDecoder) Reset() {
 //   - message_delta: EventFinish{Stop, StopSequence} when it carries a stop_reason, then
 //     EventUsage with the cumulative usage (message_start counts overwritten by any the delta
 //     carries); one without a stop_reason (usage reported as it goes) gives EventUsage only.
-//   - message_stop: EventDone. error: EventError{Raw: ev.Data}. ping, content_block_stop and
+//   - message_stop: EventDone. error, and data nested deeper than dialect.MaxDepth:
+//     EventError{Raw: ev.Data}. ping, content_block_stop and
 //     unknown events: nothing.
 //
 // Event.Text and Event.Raw alias ev.Data (valid until the next frame); Text is the raw JSON
 // string literal. ID, Name and StopSequence are copies. Nothing is allocated per delta.
 func (d *StreamDecoder) Decode(ev sse.Event, out []dialect.Event) []dialect.Event {
 	data := ev.Data
+	if dialect.TooDeep(data) { // a provider failure: NormalizeStreamError names the limit
+		return append(out, dialect.Event{Type: dialect.EventError, Raw: data})
+	}
 	typ := dialect.View(ev.Name)
 	if typ == "" {
 		typ = dialect.Get(data, "type").Str

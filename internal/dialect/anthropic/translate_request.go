@@ -37,8 +37,8 @@ func invalid(param, msg string) error {
 // dialect), wrong types, an unknown role, a content block type the canonical form cannot carry
 // (server-tool blocks, search_result, container_upload...), mcp_servers.
 func DecodeRequest(body []byte) (*dialect.Request, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	if err := dialect.CheckRequestJSON(body); err != nil {
+		return nil, err
 	}
 	root := gjson.ParseBytes(body) // copies once: the canonical strings must outlive body
 	if !root.IsObject() {

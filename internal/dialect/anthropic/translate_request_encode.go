@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 )
 
@@ -177,7 +175,7 @@ func appendTools(b []byte, r *dialect.Request) ([]byte, error) {
 				b = dialect.AppendJSONString(b, t.Description)
 			}
 			b = append(b, `,"input_schema":`...)
-			if len(t.Parameters) > 0 && gjson.ValidBytes(t.Parameters) {
+			if len(t.Parameters) > 0 && dialect.Valid(t.Parameters) {
 				b = append(b, t.Parameters...)
 			} else {
 				b = append(b, `{"type":"object","properties":{}}`...)
@@ -309,7 +307,7 @@ func appendPart(b []byte, p *dialect.Part, param string) ([]byte, error) {
 		if args == "" {
 			args = "{}"
 		}
-		if !gjson.Valid(args) || args[0] != '{' {
+		if !dialect.ValidString(args) || args[0] != '{' {
 			return b, invalid("messages", "tool call arguments must be a JSON object ("+param+")")
 		}
 		b = append(b, `{"type":"tool_use","id":`...)

@@ -18,6 +18,9 @@ import (
 // is not a JSON object with a content array is a *failure.Error upstream_error (it fails over:
 // nothing reached the caller yet).
 func DecodeResponse(body []byte) (*dialect.Response, error) {
+	if dialect.TooDeep(body) {
+		return nil, dialect.ResponseTooDeep()
+	}
 	if !gjson.ValidBytes(body) {
 		return nil, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
 	}
@@ -130,7 +133,7 @@ func AppendResponse(dst []byte, r *dialect.Response, requestedModel, requestID s
 			dst = append(dst, `,"name":`...)
 			dst = dialect.AppendJSONString(dst, p.ToolName)
 			dst = append(dst, `,"input":`...)
-			if a := strings.TrimSpace(p.Arguments); a != "" && a[0] == '{' && gjson.Valid(a) {
+			if a := strings.TrimSpace(p.Arguments); a != "" && a[0] == '{' && dialect.ValidString(a) {
 				dst = append(dst, a...)
 			} else {
 				dst = append(dst, "{}"...)

@@ -51,10 +51,15 @@ func NormalizeError(status int, header func(name string) string, body []byte) er
 // (returned as error, never nil). The class follows the provider's error type and code through
 // the same rules as NormalizeError (server_error and unknown types: upstream_error;
 // rate_limit_exceeded: upstream_rate_limited; context_length_exceeded: context_overflow; ...);
-// unparsable data is upstream_error. UpstreamStatus is 200, the status of the stream that
+// unparsable data is upstream_error, and so is data nested deeper than dialect.MaxDepth. UpstreamStatus is 200, the status of the stream that
 // carried the event; RetryAfter comes from a "try again in" hint when the class is
 // upstream_rate_limited.
 func NormalizeStreamError(data []byte) error {
+	if dialect.TooDeep(data) {
+		fe := dialect.ResponseTooDeep()
+		fe.UpstreamStatus = 200
+		return fe
+	}
 	f := readErrFields(200, data)
 	f.status = errStreamStatus(f)
 	n := classifyErr(f)
@@ -168,7 +173,7 @@ func normalizeErr(status int, header func(string) string, body []byte, now func(
 // {"error":"text"}. Anything else leaves every field empty.
 func readErrFields(status int, body []byte) errFields {
 	f := errFields{status: status}
-	if !isJSONObjectStart(body) {
+	if !isJSONObjectStart(body) || dialect.TooDeep(body) { // too deep: read as not JSON
 		return f
 	}
 	s := string(body) // one copy; every field below is a view into it

@@ -140,11 +140,15 @@ func trimSpace(s string) string {
 // appends the re-framed event (model echoed as st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6).
 // Usage reports update st.Usage (the latest wins) and never commit on their own; a usage-only
 // chunk is forwarded only when the caller asked (FrameDrop otherwise). A finish_reason sets
-// st.Finished. FrameError frames are not appended: the caller gets the gateway's own error.
+// st.Finished. FrameError frames are not appended: the caller gets the gateway's own error; data
+// nested deeper than dialect.MaxDepth is a FrameError too (a provider failure).
 func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
 	data := ev.Data
 	if len(data) == 6 && string(data) == "[DONE]" {
 		return append(dst, "data: [DONE]\n\n"...), dialect.FrameDone
+	}
+	if dialect.TooDeep(data) {
+		return dst, dialect.FrameError // NormalizeStreamError names the depth limit
 	}
 	// One pass over the top-level members; each value is then read in place.
 	var model, usage, choices gjson.Result
@@ -259,6 +263,9 @@ func readUsage(u gjson.Result, out *dialect.Usage) {
 // A body that is not a JSON object is an upstream_error (it fails over: nothing was sent yet).
 func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
+	if dialect.TooDeep(body) {
+		return dst, u, false, dialect.ResponseTooDeep()
+	}
 	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() {
 		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
 	}

@@ -29,6 +29,7 @@ func (d *StreamDecoder) Reset() {
 // reasoning, refusal and argument fragments are passed as their raw JSON string literals (Event.Text
 // aliases ev.Data); EventStart.ID and EventToolCall.ID/Name are copies.
 //
+//   - data nested deeper than dialect.MaxDepth is one EventError with Raw = the data.
 //   - `[DONE]` is EventDone; a data object with a top-level "error" is one EventError with Raw =
 //     the data; an event with no data or with data that is not a JSON object (a keep-alive) yields
 //     nothing.
@@ -46,6 +47,9 @@ func (d *StreamDecoder) Decode(ev sse.Event, out []dialect.Event) []dialect.Even
 	data := bytes.TrimSpace(ev.Data)
 	if len(data) == 0 {
 		return out
+	}
+	if dialect.TooDeep(data) { // a provider failure: NormalizeStreamError names the limit
+		return append(out, dialect.Event{Type: dialect.EventError, Raw: data})
 	}
 	if data[0] != '{' {
 		if string(data) == "[DONE]" {

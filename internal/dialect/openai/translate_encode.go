@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
@@ -99,7 +97,7 @@ func AppendRequest(dst []byte, r *dialect.Request, upstreamModel string, maxOutp
 		if name == "" {
 			name = "response"
 		}
-		if !gjson.ValidBytes(rf.Schema) || !dialect.Get(rf.Schema, "@this").IsObject() {
+		if !dialect.Valid(rf.Schema) || !dialect.Get(rf.Schema, "@this").IsObject() {
 			return dst[:start], failure.Invalid("output_config.format.schema", "the output schema must be a JSON object")
 		}
 		dst = append(dst, `,"response_format":{"type":"json_schema","json_schema":{"name":`...)
@@ -166,7 +164,7 @@ func appendTools(dst []byte, r *dialect.Request) ([]byte, error) {
 		if len(t.Parameters) == 0 {
 			dst = append(dst, `{"type":"object","properties":{}}`...)
 		} else {
-			if !gjson.ValidBytes(t.Parameters) || !dialect.Get(t.Parameters, "@this").IsObject() {
+			if !dialect.Valid(t.Parameters) || !dialect.Get(t.Parameters, "@this").IsObject() {
 				return dst, failure.Invalid("tools["+strconv.Itoa(i)+"].input_schema", "a tool schema must be a JSON object")
 			}
 			dst = append(dst, t.Parameters...)

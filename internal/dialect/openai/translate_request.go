@@ -28,8 +28,8 @@ import (
 // file, a custom tool or tool call, or an allowed_tools tool_choice (dropping those would change the
 // meaning of the request, wire.md §5.7).
 func DecodeRequest(body []byte) (*dialect.Request, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, failure.Invalid("", "the request body is not valid JSON")
+	if err := dialect.CheckRequestJSON(body); err != nil {
+		return nil, err
 	}
 	root := gjson.Parse(string(body)) // one copy: every string below is a view into it
 	if !root.IsObject() {

@@ -20,6 +20,9 @@ import (
 // JSON object with a choices array whose first element has a message object.
 func DecodeResponse(body []byte) (*dialect.Response, error) {
 	bad := &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	if dialect.TooDeep(body) {
+		return nil, dialect.ResponseTooDeep()
+	}
 	if !gjson.ValidBytes(body) {
 		return nil, bad
 	}

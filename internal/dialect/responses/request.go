@@ -95,8 +95,8 @@ var refused = [...]struct{ name, msg string }{
 // tool_choice, an input item other than those above (item_reference, hosted tool calls), a
 // file_id reference, audio input, or a non-PDF file.
 func DecodeRequest(body []byte) (*dialect.Request, error) {
-	if !gjson.ValidBytes(body) {
-		return nil, failure.Invalid("", "the request body is not valid JSON")
+	if err := dialect.CheckRequestJSON(body); err != nil {
+		return nil, err
 	}
 	root := gjson.Parse(string(body)) // one copy: every string below is a view into it
 	if !root.IsObject() {

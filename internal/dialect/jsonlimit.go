@@ -1,0 +1,87 @@
+package dialect
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/failure"
+)
+
+// MaxDepth is the deepest nesting of JSON arrays and objects the gateway parses, in caller
+// request bodies and in provider bodies, stream events and error bodies alike: 128 levels (a
+// top-level object is level 1). Real requests nest a dozen levels at most (a tool schema inside
+// a tool inside the request); the cap exists because the recursive parsers behind it (gjson's
+// validator, the translators) would otherwise take stack in proportion to the input, and a
+// body of 12 million `[` overflows the goroutine stack, which kills the process.
+const MaxDepth = 128
+
+// DepthLimit names the limit in error messages: "nested deeper than 128 levels".
+const DepthLimit = "nested deeper than 128 levels"
+
+// TooDeep reports whether the JSON text b nests arrays and objects deeper than MaxDepth. It is
+// one linear scan of the bytes, without recursion or allocation, that tracks string state
+// (quotes, backslash escapes) and bracket depth; it does not validate otherwise (a parser runs
+// after it). A closing bracket never takes the depth below zero, so the depth it tracks is at
+// least the depth of any parser reading the same bytes while their prefix is still valid JSON.
+// It is the gate in front of every recursive parse of caller or provider bytes.
+func TooDeep(b []byte) bool { return tooDeep(b) }
+
+// TooDeepString is TooDeep for a string.
+func TooDeepString(s string) bool { return tooDeep(s) }
+
+func tooDeep[T string | []byte](b T) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			// Skip the string: a backslash escapes the next byte, a quote ends it.
+			for i++; i < len(b); i++ {
+				if c := b[i]; c == '\\' {
+					i++
+				} else if c == '"' {
+					break
+				}
+			}
+		case '[', '{':
+			if depth++; depth > MaxDepth {
+				return true
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return false
+}
+
+// Valid reports whether b is valid JSON nested at most MaxDepth levels. Use it, never
+// gjson.Valid or gjson.ValidBytes directly: gjson's validator recurses once per level.
+func Valid(b []byte) bool { return !tooDeep(b) && gjson.ValidBytes(b) }
+
+// ValidString is Valid for a string.
+func ValidString(s string) bool { return !tooDeep(s) && gjson.Valid(s) }
+
+// CheckRequestJSON is the request-side gate: nil when body is valid JSON within MaxDepth, else
+// an invalid_request *failure.Error naming the limit or saying the body is not JSON.
+func CheckRequestJSON(body []byte) error {
+	if tooDeep(body) {
+		return RequestTooDeep()
+	}
+	if !gjson.ValidBytes(body) {
+		return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}
+	}
+	return nil
+}
+
+// RequestTooDeep is the caller's answer to a body nested deeper than MaxDepth: 400
+// invalid_request in the caller's dialect, naming the limit.
+func RequestTooDeep() *failure.Error {
+	return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is " + DepthLimit + " of arrays and objects"}
+}
+
+// ResponseTooDeep is a provider answer (a response body or a stream event) nested deeper than
+// MaxDepth: an upstream_error, which counts on the deployment's circuit and fails over while
+// nothing has reached the caller.
+func ResponseTooDeep() *failure.Error {
+	return &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent a response " + DepthLimit + " of arrays and objects"}
+}
