@@ -53,8 +53,7 @@ func (d *StreamDecoder) Reset() {
 //     EventUsage with the cumulative usage (message_start counts overwritten by any the delta
 //     carries); one without a stop_reason (usage reported as it goes) gives EventUsage only.
 //   - message_stop: EventDone. error, and data nested deeper than dialect.MaxDepth:
-//     EventError{Raw: ev.Data}. ping, content_block_stop and
-//     unknown events: nothing.
+//     EventError{Raw: ev.Data}. ping, content_block_stop and unknown events: nothing.
 //
 // Event.Text and Event.Raw alias ev.Data (valid until the next frame); Text is the raw JSON
 // string literal. ID, Name and StopSequence are copies. Nothing is allocated per delta.
