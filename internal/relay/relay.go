@@ -14,6 +14,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -226,10 +227,24 @@ type attemptRun struct {
 // fail over (caller fault, R-FAIL-6) stops the whole chain; req.AttemptLimit, when positive,
 // caps the physical attempts over all plans (R-FAIL-10). It returns when the response is
 // complete, the caller went away, or no candidate is left.
-func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p *plan.Plan) Result {
-	var res Result
+//
+// Run is panic-safe: a panic while an attempt runs is recovered, the attempt's circuit ticket
+// is reported (neutral: the gateway failed, not the deployment; a half-open probe slot is
+// freed), and the caller gets a typed 503 gateway_error before commit, or the terminal error
+// event of its dialect after (the committed attempt is billed for its output so far). A
+// request whose context ends with failure.ErrShutdown (the shutdown grace ran out) before
+// commit is answered 503 gateway_error, never left empty.
+func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p *plan.Plan) (res Result) {
 	sc := rl.pool.Get().(*scratch)
-	defer rl.putScratch(sc)
+	var held circuit.Ticket // the running attempt's ticket, until it is reported
+	var run attemptRun
+	defer func() {
+		if v := recover(); v != nil {
+			rl.recovered(v, &res, held, &run, w, req)
+			return // sc may be inconsistent: it is not pooled again
+		}
+		rl.putScratch(sc)
+	}()
 	rc := http.NewResponseController(w)
 	sc.tr.reset()
 
@@ -280,8 +295,9 @@ chain:
 			}
 			if ctx.Err() != nil {
 				tk.Done(context.Canceled)
-				return rl.cancelled(&res)
+				return rl.ended(ctx, w, req, &res)
 			}
+			held = tk
 			res.Attempts = append(res.Attempts, audit.Attempt{
 				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
 				Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
@@ -289,7 +305,7 @@ chain:
 			})
 			a := &res.Attempts[len(res.Attempts)-1]
 			a.Price, a.BillingSource = priceOf(mres.Model, c.Route)
-			run := attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
+			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
 				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, model: mres, echo: echo}
 			err = rl.attempt(ctx, &run)
 			rl.observe(run.a, err)
@@ -298,6 +314,7 @@ chain:
 				(minRetryAfter == 0 || fe.RetryAfter < minRetryAfter) {
 				minRetryAfter = fe.RetryAfter
 			}
+			held = circuit.Ticket{}
 			if res.Committed || fe == nil {
 				tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
 				return res
@@ -309,7 +326,7 @@ chain:
 			}
 			if fe.Class == failure.Cancelled || (ctx.Err() != nil && fe.Class != failure.GatewayError) {
 				run.a.Outcome = audit.OutcomeCancelled
-				return rl.cancelled(&res)
+				return rl.ended(ctx, w, req, &res)
 			}
 			last = fe
 			if !fe.Class.FailsOver() { // R-FAIL-6: returned directly; R-FAIL-8: ends the chain
@@ -339,6 +356,65 @@ chain:
 func (rl *Relay) cancelled(res *Result) Result {
 	res.Status, res.Class = failure.StatusClientClosedRequest, failure.Cancelled
 	return *res
+}
+
+// errShuttingDown answers a request that the shutdown grace ended before commit.
+var errShuttingDown = &failure.Error{Class: failure.GatewayError, Msg: "the gateway is shutting down; retry the request"}
+
+// ended ends a request whose context ended before commit: the caller went away (cancelled,
+// nothing to write), or the gateway is shutting down (failure.ErrShutdown): the caller is
+// still there and gets a 503 gateway_error, never an empty response.
+func (rl *Relay) ended(ctx context.Context, w http.ResponseWriter, req *Request, res *Result) Result {
+	if !errors.Is(context.Cause(ctx), failure.ErrShutdown) {
+		return rl.cancelled(res)
+	}
+	res.Status, res.Class = errShuttingDown.Class.Status(), errShuttingDown.Class
+	WriteError(w, req.Codec, req.ID, errShuttingDown, len(res.Attempts), nil)
+	return *res
+}
+
+// errPanic is the failure of an attempt during which the gateway panicked.
+var errPanic = &failure.Error{Class: failure.GatewayError, Msg: "the gateway failed while serving this request (internal error)"}
+
+// recovered ends a request during which the relay panicked with v: the held circuit ticket is
+// reported neutral (a half-open probe slot is freed, nothing counts against the deployment);
+// an attempt still running is recorded failed (before commit) or truncated and billed for its
+// output so far (after commit); the caller gets a 503 gateway_error before commit, the terminal
+// error event of its dialect when the stream was running, and nothing more when its response
+// was already complete.
+func (rl *Relay) recovered(v any, res *Result, held circuit.Ticket, run *attemptRun, w http.ResponseWriter, req *Request) {
+	held.Done(errPanic)
+	if rl.Logf != nil {
+		rl.Logf("request %s: panic in the relay: %v\n%s", req.ID, v, debug.Stack())
+	}
+	var a *audit.Attempt
+	if n := len(res.Attempts); n > 0 && res.Attempts[n-1].Outcome == "" {
+		a = &res.Attempts[n-1]
+	}
+	if !res.Committed {
+		if a != nil {
+			a.Outcome, a.ErrorCode = audit.OutcomeFailed, string(failure.GatewayError)
+		}
+		res.Status, res.Class = errPanic.Class.Status(), errPanic.Class
+		WriteError(w, req.Codec, req.ID, errPanic, len(res.Attempts), nil)
+		return
+	}
+	if a == nil || run.a != a {
+		return // the response was complete: nothing may follow it
+	}
+	if run.sc != nil {
+		run.finishUsage(run.sc.st.Usage, run.sc.st.UsageSeen)
+		res.UsageSeen = run.sc.st.UsageSeen
+	}
+	a.Outcome, a.ErrorCode = audit.OutcomeTruncated, string(failure.GatewayError)
+	res.Class = failure.UpstreamTruncated
+	if !req.Info.Stream {
+		return
+	}
+	term := &failure.Error{Class: failure.UpstreamTruncated, Msg: "the gateway failed after the response started (internal error); the response is incomplete"}
+	if _, err := w.Write(req.Codec.AppendStreamError(nil, term, req.ID)); err == nil {
+		_ = http.NewResponseController(w).Flush()
+	}
 }
 
 // attempt performs one physical call. It returns nil when the response completed, or the
@@ -669,6 +745,12 @@ func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failur
 	w.WriteHeader(status)
 	_, _ = w.Write(codec.AppendErrorBody(buf, fe, requestID))
 }
+
+// Answered reports whether this package started a response on the writer whose header map is
+// h: the commit and WriteError both set x-switchyard-attempts before writing. A panic handler
+// must not write after that: the response (a stream, or a body) is under way or complete, and
+// the relay ends a running stream itself.
+func Answered(h http.Header) bool { return h["X-Switchyard-Attempts"] != nil }
 
 func msSince(from, to time.Time) float64 { return float64(to.Sub(from).Microseconds()) / 1000 }
 

@@ -10,8 +10,10 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/circuit"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/stats"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
 )
 
@@ -383,6 +385,137 @@ func TestScenarios(t *testing.T) {
 				res := g.run(ctx, w, req, p)
 				sc.check(t, g, res, w, time.Since(start))
 			})
+		})
+	}
+}
+
+// statsHook is a relay.Stats that calls fn on every observation (one per attempt, taken while
+// the attempt's circuit ticket is still held).
+type statsHook struct{ fn func(stats.Observation) }
+
+func (s *statsHook) Record(o stats.Observation) { s.fn(o) }
+
+// panicOnWrite makes the caller's connection panic on its n-th write only.
+func panicOnWrite(n int) func(*recorder) {
+	return func(w *recorder) {
+		w.panicOn = func(w *recorder) {
+			if w.writes == n {
+				panic("boom")
+			}
+		}
+	}
+}
+
+// R-FAIL-4 under a panic: a panic after commit ends the stream with one terminal error event
+// of the caller's dialect (never a JSON body inside the stream, never a silent cut), and the
+// attempt is billed for its output so far, marked truncated.
+func TestPanicAfterCommitEndsTheStream(t *testing.T) {
+	for _, surface := range []catalog.Dialect{catalog.OpenAI, catalog.Anthropic} {
+		t.Run(string(surface), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRig(t, []dep{oa("a", sse(oaRole, oaText("Hi"), oaText(" there"), oaFinish, oaDone)), oa("b", nil)}, rigOptions{})
+				defer g.close()
+				req, p := g.request(surface, true, false)
+				w := newRecorder()
+				panicOnWrite(3)(w) // role + first delta written, then the gateway panics
+				res := g.run(context.Background(), w, req, p)
+				truncatedStream(t, res, w, 1)
+				if a := res.Attempts[0]; a.ErrorCode != string(failure.GatewayError) || a.UsageProvenance != audit.ProvenanceEstimated || a.Tokens.Output < 1 || a.CostUSD <= 0 {
+					t.Fatalf("attempt %+v", a)
+				}
+				if !relay.Answered(w.h) {
+					t.Fatal("relay.Answered is false after commit")
+				}
+			})
+		})
+	}
+}
+
+// Before commit, a panic is a typed 503 gateway_error in the caller's dialect (not an empty 200,
+// not a failover to a deployment the panic would hit again).
+func TestPanicBeforeCommitIsATyped503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hook := &statsHook{fn: func(stats.Observation) { panic("boom") }}
+		g := newRig(t, []dep{an("a", status(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)), oa("b", nil)}, rigOptions{stats: hook})
+		defer g.close()
+		req, p := g.request(catalog.Anthropic, true, false)
+		w := newRecorder()
+		res := g.run(context.Background(), w, req, p)
+		refused(t, res, w, failure.GatewayError, 1)
+		if !strings.Contains(w.body.String(), `"type":"error"`) || res.Attempts[0].Outcome != audit.OutcomeFailed {
+			t.Fatalf("%s %+v", w.body.String(), res.Attempts[0])
+		}
+	})
+}
+
+// The circuit ticket is reported in a defer: a panic while a request holds a half-open probe
+// frees the probe slot, so the deployment is probed again instead of being dropped from every
+// plan until restart (R-CIRCUIT-2).
+func TestPanicWithProbeTicketFreesTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ok := sse(oaRole, oaText("Hi"), oaFinish, oaDone)
+		a := func(w http.ResponseWriter, r *http.Request, n int) {
+			if n == 0 {
+				status(500, oaServerError)(w, r, n)
+				return
+			}
+			ok(w, r, n)
+		}
+		g := newRig(t, []dep{oa("a", a), oa("b", ok)}, rigOptions{circuit: circuit.Settings{Failures: 1, Cooldown: 30 * time.Second}})
+		defer g.close()
+		run := func(wr func(*recorder)) (relay.Result, *recorder) {
+			req, p := g.request(catalog.OpenAI, true, false)
+			w := newRecorder()
+			if wr != nil {
+				wr(w)
+			}
+			return g.run(context.Background(), w, req, p), w
+		}
+		res, w := run(nil) // a fails once: its circuit opens; b serves
+		served(t, res, w, "b", 2)
+		time.Sleep(31 * time.Second) // the cooldown ends: a is half-open
+		res, w = run(panicOnWrite(1))
+		if len(res.Attempts) != 1 || res.Attempts[0].Deployment != "a" {
+			t.Fatalf("the probe request: %+v", res.Attempts)
+		}
+		if g.circuits.Open("pa", "a", "m") {
+			t.Fatal("the panicking probe left deployment a's circuit with its probe in flight: a is dropped from every plan")
+		}
+		res, w = run(nil) // a is probed again and closes
+		served(t, res, w, "a", 1)
+	})
+}
+
+// After the shutdown grace (the request context cancelled with failure.ErrShutdown), a request
+// between attempts is answered 503 gateway_error in its dialect, not an empty 200: the caller is
+// still there. A caller that went away gets nothing (there is nobody to answer).
+func TestShutdownBetweenAttemptsIsA503(t *testing.T) {
+	for _, shutdown := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			hook := &statsHook{fn: func(stats.Observation) {
+				if shutdown {
+					cancel(failure.ErrShutdown)
+				} else {
+					cancel(context.Canceled)
+				}
+			}}
+			g := newRig(t, []dep{oa("a", status(500, oaServerError)), oa("b", nil)}, rigOptions{stats: hook})
+			defer g.close()
+			req, p := g.request(catalog.OpenAI, true, false)
+			w := newRecorder()
+			res := g.run(ctx, w, req, p)
+			if !shutdown {
+				if res.Class != failure.Cancelled || w.status != 0 || w.body.Len() != 0 {
+					t.Fatalf("cancelled: %+v %d %q", res, w.status, w.body.String())
+				}
+				return
+			}
+			refused(t, res, w, failure.GatewayError, 1)
+			if !strings.Contains(w.body.String(), "shutting down") {
+				t.Fatalf("body %s", w.body.String())
+			}
 		})
 	}
 }

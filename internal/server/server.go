@@ -314,7 +314,9 @@ func (s *Server) Close() {
 }
 
 // ServeHTTP mints the request id, sets it on the response, and dispatches. No panic reaches a
-// caller: a panicking handler answers 500 in the OpenAI error shape when nothing was written.
+// caller: a panicking handler answers a typed error in the caller's dialect when nothing was
+// written; after a model call's response started (relay.Answered) nothing is added to it (the
+// relay ends a running stream with its terminal error event itself).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := newRequestID()
 	h := w.Header()
@@ -326,6 +328,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			s.logf("panic serving %s %s (request %s): %v", r.Method, r.URL.Path, rid, v)
+			if relay.Answered(h) {
+				return // the response was started (a stream, or a body): nothing may be added to it
+			}
 			fe := &failure.Error{Class: failure.UpstreamError, Msg: "internal error"}
 			relay.WriteError(w, relay.CodecFor(surfaceOf(r)), rid, fe, 0, nil)
 		}
