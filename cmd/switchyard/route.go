@@ -75,7 +75,12 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+	regions := p.Failover != nil // a REGION column only when some candidate has a region
+	if regions {
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+	} else {
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+	}
 	for i, c := range p.Candidates {
 		score := "-"
 		if c.Score != nil {
@@ -85,10 +90,22 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 		if c.Reserved {
 			dep += " (reserved)"
 		}
+		if regions {
+			region := c.Region
+			if region == "" {
+				region = "-"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight)
+			continue
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if f := p.Failover; f != nil {
+		fmt.Fprintf(out, "failover: %s -> same region first; %s -> other region first\n",
+			classList(f.SameRegionFirst), classList(f.OtherRegionFirst))
 	}
 	if len(p.Dropped) > 0 {
 		fmt.Fprintln(out, "dropped:")
@@ -99,6 +116,15 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// classList joins failure classes with ", ".
+func classList(cs []failure.Class) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
 }
 
 // cliError rewords a request error for the command line: an unknown model names the models

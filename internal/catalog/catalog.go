@@ -139,6 +139,10 @@ func New(cfg *config.Config) (*Catalog, error) {
 				ContextWindowTokens:     rc.ContextWindow,
 				UpstreamSnapshotPattern: rc.UpstreamSnapshotPattern,
 				Disabled:                rc.Disabled,
+				Region:                  rc.Region,
+			}
+			if r.Region == "" {
+				r.Region = d.Region
 			}
 			for date, id := range rc.UpstreamSnapshots {
 				compact, ok := config.SnapshotDate(date)

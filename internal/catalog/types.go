@@ -49,7 +49,8 @@ type Deployment struct {
 	APIKey string
 	// Priority orders equals: lower is tried first.
 	Priority int
-	// Tier is the supply tier (official, value, ...); Region is informational.
+	// Tier is the supply tier (official, value, ...); Region is the default region of the
+	// deployment's routes (Route.Region, region-aware failover).
 	Tier   string
 	Region string
 	// Reserved keeps the deployment out of public traffic: its routes serve only requests made
@@ -139,6 +140,10 @@ type Route struct {
 	// UpstreamSnapshotPattern is the upstream id of other dated snapshots, "{date}" replaced by
 	// the caller's date as written; "" when the route has none (config upstream_snapshot_pattern).
 	UpstreamSnapshotPattern string
+	// Region is where the route serves: the route's region, else its deployment's; "" when
+	// neither is set. Failover after an attempt fails moves inside or across regions by the
+	// failure class (plan.Failover).
+	Region string
 	// Disabled is the route's config disabled: true (see Deployment.Disabled).
 	Disabled bool
 }

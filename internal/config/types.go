@@ -179,6 +179,9 @@ type Route struct {
 	// "anthropic.claude-sonnet-4-5-{date}-v1:0". Empty (and no map entry): the caller's dated
 	// id (the catalog model id plus the caller's date suffix) is sent.
 	UpstreamSnapshotPattern string `yaml:"upstream_snapshot_pattern"`
+	// Region is where this route serves (for region-aware failover, docs/routing.md);
+	// defaults to the deployment's region.
+	Region string `yaml:"region"`
 	// Disabled takes this one route out of routing, as Deployment.Disabled does for all of a
 	// deployment's routes (PATCH /admin/v1/deployments/{name}/routes/{model} overrides it).
 	Disabled bool `yaml:"disabled"`

@@ -332,6 +332,7 @@ chain:
 			if !fe.Class.FailsOver() { // R-FAIL-6: returned directly; R-FAIL-8: ends the chain
 				break chain
 			}
+			mp.Failover(i+1, c.Route, fe.Class) // inside or across regions by class (docs/routing.md)
 		}
 	}
 	// R-FAIL-9: the last failure when a call was made, else the first rejection.

@@ -42,6 +42,33 @@ type RoutePlan struct {
 	AttemptLimit int              `json:"attempt_limit,omitempty"`
 	Candidates   []RouteCandidate `json:"candidates"`
 	Dropped      []plan.Dropped   `json:"dropped"`
+	// Failover is how a failed attempt reorders the candidates not yet tried, by failure class
+	// (plan.Failover, docs/routing.md "Regions"); present (non-nil) when some candidate has a
+	// region.
+	Failover *RegionFailover `json:"failover,omitempty"`
+}
+
+// RegionFailover lists the failure classes of each region rule (issue 11 item 6, seed 003):
+// after a failure of a class in SameRegionFirst the untried candidates of the failed route's
+// region come first, after one in OtherRegionFirst those of other regions; each part keeps the
+// plan order. Every other class does not fail over (the request ends).
+type RegionFailover struct {
+	SameRegionFirst  []failure.Class `json:"same_region_first"`
+	OtherRegionFirst []failure.Class `json:"other_region_first"`
+}
+
+// regionFailover is the rule table, from plan.RegionRule.
+func regionFailover() *RegionFailover {
+	rf := &RegionFailover{SameRegionFirst: []failure.Class{}, OtherRegionFirst: []failure.Class{}}
+	for _, c := range failure.Classes {
+		switch plan.RegionRule(c) {
+		case plan.SameRegionFirst:
+			rf.SameRegionFirst = append(rf.SameRegionFirst, c)
+		case plan.OtherRegionFirst:
+			rf.OtherRegionFirst = append(rf.OtherRegionFirst, c)
+		}
+	}
+	return rf
 }
 
 // RouteCandidate is one candidate of a RoutePlan.
@@ -52,6 +79,8 @@ type RouteCandidate struct {
 	UpstreamModel string  `json:"upstream_model"` // the id sent to the provider
 	Priority      int     `json:"priority"`
 	Weight        float64 `json:"weight"`
+	// Region is the route's region (its own, else its deployment's); omitted when none.
+	Region string `json:"region,omitempty"`
 	// Band is the 0-based tie band (R-ORDER-3), counted along the whole plan: a fallback
 	// model's bands come after the requested model's.
 	Band int `json:"band"`
@@ -79,7 +108,10 @@ func routePlan(cs *callState, pr *prepared) *RoutePlan {
 		for _, c := range p.Candidates {
 			rc := RouteCandidate{Deployment: c.Route.Deployment.Name, Provider: c.Route.Deployment.Provider,
 				Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
-				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved, BYOK: c.BYOK}
+				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved, BYOK: c.BYOK, Region: c.Route.Region}
+			if rc.Region != "" && out.Failover == nil {
+				out.Failover = regionFailover()
+			}
 			if !math.IsNaN(c.Score) {
 				sc := c.Score
 				rc.Score = &sc
