@@ -38,9 +38,21 @@ deployments:
 // dropped deployment's reason.
 func planOf(t *testing.T, g *gateway) (cands []string, dropped map[string]string) {
 	t.Helper()
+	cands, dropped, ok := tryPlan(t, g)
+	if !ok {
+		t.Fatal("POST /v1/route did not answer 200")
+	}
+	return cands, dropped
+}
+
+// tryPlan is planOf that reports a non-200 answer (a replica that has not caught up yet may see
+// every route disabled) instead of failing.
+func tryPlan(t *testing.T, g *gateway) (cands []string, dropped map[string]string, ok bool) {
+	t.Helper()
 	resp, b := icPost(t, g.URL, "/v1/route", `{"model":"m","messages":[{"role":"user","content":"Hi"}]}`)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/route: %d %s", resp.StatusCode, b)
+		t.Logf("POST /v1/route: %d %s", resp.StatusCode, b)
+		return nil, nil, false
 	}
 	for _, c := range gjson.GetBytes(b, "candidates.#.deployment").Array() {
 		cands = append(cands, c.String())
@@ -49,7 +61,7 @@ func planOf(t *testing.T, g *gateway) (cands []string, dropped map[string]string
 	for _, d := range gjson.GetBytes(b, "dropped").Array() {
 		dropped[d.Get("deployment").String()] = d.Get("reason").String()
 	}
-	return cands, dropped
+	return cands, dropped, true
 }
 
 // eventually polls cond (every 20 ms, for at most 10 s) until it holds.
@@ -152,7 +164,7 @@ func TestRoutableState(t *testing.T) {
 			if dep, err := anCall(g1); err != nil || dep != "a" {
 				t.Fatalf("g1 served by %q (%v) after enabling a, want a", dep, err)
 			}
-			eventually(t, "g2 sees a enabled", func() bool { c, _ := planOf(t, g2); return len(c) == 3 && c[0] == "a" })
+			eventually(t, "g2 sees a enabled", func() bool { c, _, _ := tryPlan(t, g2); return len(c) == 3 && c[0] == "a" })
 
 			// Disable the route (b, m) on g2 and the deployment a again: only c is left, on both.
 			mustAdmin(t, g2, 200, "PATCH", "/admin/v1/deployments/b/routes/m", `{"disabled": true}`)
@@ -161,7 +173,7 @@ func TestRoutableState(t *testing.T) {
 				t.Fatalf("PATCH a: %s", got.Raw)
 			}
 			eventually(t, "g1 sees a and (b, m) disabled", func() bool {
-				c, d := planOf(t, g1)
+				c, d, _ := tryPlan(t, g1)
 				return strings.Join(c, ",") == "c" && d["a"] == "disabled" && d["b"] == "disabled"
 			})
 			hitsA, hitsB := g1.Fakes["a"].Hits(), g1.Fakes["b"].Hits()
@@ -190,7 +202,7 @@ func TestRoutableState(t *testing.T) {
 				t.Fatalf("PATCH c null: %s", got.Raw)
 			}
 			eventually(t, "g2 sees the configuration again", func() bool {
-				c, d := planOf(t, g2)
+				c, d, _ := tryPlan(t, g2)
 				return strings.Join(c, ",") == "c" && d["a"] == "disabled" && d["b"] == "disabled"
 			})
 
