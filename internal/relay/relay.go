@@ -80,6 +80,8 @@ type Result struct {
 	Usage     dialect.Usage
 	// UsageSeen says whether the committed attempt's provider reported usage.
 	UsageSeen bool
+	// Gaps are the committed stream's inter-token gaps (zero for a non-stream response).
+	Gaps Gaps
 }
 
 // Relay runs attempts against the deployments' clients, guarded by the circuits.
@@ -569,6 +571,7 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 		}
 		if kind == dialect.FrameSemantic {
 			r.frames++
+			r.res.Gaps.event(time.Now())
 		}
 		if err := r.rc.Flush(); err != nil {
 			return rl.callerGone(r)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -30,6 +29,9 @@ type callState struct {
 	fallbacks []relay.Fallback
 	// byok is scratch for the routes of the caller's own connections (byok.go).
 	byok []*catalog.Route
+	// obs is what the metrics, the access log and the trace need beyond the audit record
+	// (observe.go).
+	obs callObs
 }
 
 // serveModelCall is the whole path for every surface that calls a model: read the body once,
@@ -44,11 +46,14 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	cs := s.pool.Get().(*callState)
 	defer s.pool.Put(cs)
 	rec := &audit.Record{RequestID: rid, Surface: sf.name, CreatedAt: start}
+	ob := &cs.obs
+	ob.reset()
 	fail := func(err error) {
 		fe := failure.From(err)
 		relay.WriteError(w, codec, rid, fe, 0, nil)
 		rec.Status, rec.ErrorCode = fe.Class.Status(), string(fe.Class)
-		s.finish(rec, start)
+		ob.refused = fe.LimitKind
+		s.finish(rec, start, ob)
 	}
 
 	who, err := s.authenticate(r)
@@ -56,7 +61,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		fail(err)
 		return
 	}
-	rec.Account = who.account
+	rec.Account, ob.keyID = who.account, who.keyID
 	body, err := s.readBody(w, r, &cs.body)
 	if err != nil {
 		fail(err)
@@ -65,6 +70,9 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	var pr prepared
 	err = s.route(cs, who, sf, body, &pr)
 	rec.Model, rec.Stream = pr.info.Model, pr.info.Stream
+	if pr.res.Model != nil {
+		ob.model = pr.res.Model.ID
+	}
 	if err != nil {
 		fail(err)
 		return
@@ -122,7 +130,8 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	}
 	s.bill(&out, &credit, &led)
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
-	s.finish(rec, start)
+	ob.gaps = out.Gaps
+	s.finish(rec, start, ob)
 }
 
 // bill ends a request's charges (R-BILL-1, R-BILL-2): a committed request settles to the
@@ -139,21 +148,6 @@ func (s *Server) bill(out *relay.Result, credit *accounts.Charge, led *requestLe
 	cost := admission.MicroUSD(a.CostUSD)
 	credit.Settle(cost)
 	led.settle(a, cost)
-}
-
-// finish completes the record, counts it, and queues it for the store off the request path.
-func (s *Server) finish(rec *audit.Record, start time.Time) {
-	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	s.metrics.request(rec.Surface, rec.Status, rec.ErrorCode)
-	for i := range rec.Attempts {
-		a := &rec.Attempts[i]
-		dep := a.Deployment
-		if strings.HasPrefix(dep, accounts.ConnectionPrefix) {
-			dep = "byok" // one series for every caller's own connection: the label set stays bounded
-		}
-		s.metrics.attempt(dep, a.Outcome, a.ErrorCode)
-	}
-	s.rec.Record(rec)
 }
 
 // readBody reads the whole body once (architecture: before any dispatch, golang/go#40747),

@@ -36,3 +36,28 @@ func (c circuitCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(circuitStateDesc, prometheus.GaugeValue, float64(st.State), st.Deployment, st.Model, scope)
 	}
 }
+
+// pausedDesc is the gauge switchyard_deployment_paused{deployment, provider}: 1 while the
+// deployment's provider is paused after an upstream 429 (R-CIRCUIT-4; the routes of every
+// deployment of that provider are skipped until the pause ends), else 0. One series per
+// configured deployment; callers' own connections are left out.
+var pausedDesc = prometheus.NewDesc("switchyard_deployment_paused",
+	"1 while the deployment's provider is paused after an upstream 429 (its routes are skipped), else 0.",
+	[]string{"deployment", "provider"}, nil)
+
+// pauseCollector reads the pauses at scrape time.
+type pauseCollector struct{ s *Server }
+
+// Describe implements prometheus.Collector.
+func (c pauseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pausedDesc }
+
+// Collect implements prometheus.Collector.
+func (c pauseCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, d := range c.s.cat.Deployments {
+		v := 0.0
+		if _, ok := c.s.circuits.PausedUntil(d.PauseScope()); ok {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, v, d.Name, d.Provider)
+	}
+}

@@ -2,35 +2,105 @@ package server
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
-// The request path counts through cached counters: the same totals as the vectors, and no
-// allocation once a label set was seen.
-func TestMetricsCachedCounters(t *testing.T) {
+func ms(v float64) *float64 { return &v }
+
+// metricsRecord is a failover then a committed stream: two attempts on two routes.
+func metricsRecord() *audit.Record {
+	return &audit.Record{RequestID: "req_1", Surface: SurfaceChat, Model: "caller-string", Status: 200, Stream: true, DurationMS: 1500,
+		Attempts: []audit.Attempt{
+			{Attempt: 1, Deployment: "oa-primary", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeFailed,
+				ErrorCode: "upstream_rate_limited", HeadersMS: ms(40)},
+			{Attempt: 2, Deployment: "byok:conn_123", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeCompleted,
+				HeadersMS: ms(120), FirstTokenMS: ms(300), CostUSD: 0.0025,
+				Tokens: audit.Tokens{Input: 100, Cached: 20, CacheWrite: 5, Output: 50, Reasoning: 10}},
+		}}
+}
+
+// observe counts a request, its attempts, latencies, tokens and cost through the cached
+// children: the values the vectors hold, BYOK folded into "byok", the caller's string never a
+// label.
+func TestMetricsObserve(t *testing.T) {
 	m := newMetrics()
+	gaps := relay.Gaps{N: 4, Sum: 200 * time.Millisecond, Max: 80 * time.Millisecond}
 	for range 3 {
-		m.request(SurfaceChat, 200, "")
-		m.attempt("oa-primary", "completed", "")
+		m.observe(metricsRecord(), "gpt-4o", &gaps)
 	}
-	m.request(SurfaceChat, 502, "upstream_error")
-	if got := value(t, m.requests.WithLabelValues(SurfaceChat, "200", "")); got != 3 {
-		t.Errorf("requests 200 = %v, want 3", got)
+	m.refused("rpm")
+	if got := value(t, m.requests.WithLabelValues(SurfaceChat, "gpt-4o", "200", "")); got != 3 {
+		t.Errorf("requests = %v, want 3", got)
 	}
-	if got := value(t, m.requests.WithLabelValues(SurfaceChat, "502", "upstream_error")); got != 1 {
-		t.Errorf("requests 502 = %v, want 1", got)
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "failed", "upstream_rate_limited")); got != 3 {
+		t.Errorf("failed attempts = %v, want 3", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues("oa-primary", "completed", "")); got != 3 {
-		t.Errorf("attempts = %v, want 3", got)
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "byok", "openai", "completed", "")); got != 3 {
+		t.Errorf("byok attempts = %v, want 3", got)
 	}
-	if n := testing.AllocsPerRun(100, func() {
-		m.request(SurfaceChat, 200, "")
-		m.attempt("oa-primary", "completed", "")
-	}); n != 0 {
-		t.Errorf("%v allocations per counted request, want 0", n)
+	for kind, want := range map[string]float64{"input": 300, "cached": 60, "cache_write": 15, "output": 150, "reasoning": 30} {
+		if got := value(t, m.tokens.WithLabelValues("gpt-4o", "byok", "openai", kind)); got != want {
+			t.Errorf("tokens %s = %v, want %v", kind, got, want)
+		}
 	}
+	if got := value(t, m.cost.WithLabelValues("gpt-4o", "byok", "openai")); got < 0.00749 || got > 0.00751 {
+		t.Errorf("cost = %v, want 0.0075", got)
+	}
+	if got := value(t, m.refusals.WithLabelValues("rpm")); got != 1 {
+		t.Errorf("refusals = %v, want 1", got)
+	}
+	for _, c := range []struct {
+		h         *prometheus.HistogramVec
+		labels    []string
+		n         uint64
+		sum       float64
+		name      string
+		notLabels []string
+	}{
+		{m.duration, []string{SurfaceChat, "gpt-4o", "true"}, 3, 4.5, "duration", nil},
+		{m.headers, []string{"gpt-4o", "oa-primary", "openai"}, 3, 0.12, "headers primary", nil},
+		{m.headers, []string{"gpt-4o", "byok", "openai"}, 3, 0.36, "headers byok", nil},
+		{m.ttft, []string{"gpt-4o", "byok", "openai"}, 3, 0.9, "ttft", nil},
+		{m.ttft, []string{"gpt-4o", "oa-primary", "openai"}, 0, 0, "ttft of the failed attempt", nil},
+		{m.gap, []string{"gpt-4o", "byok", "openai"}, 3, 0.15, "gap mean", nil},
+		{m.gapMax, []string{"gpt-4o", "byok", "openai"}, 3, 0.24, "gap max", nil},
+		{m.gap, []string{"gpt-4o", "oa-primary", "openai"}, 0, 0, "gap of the failed attempt", nil},
+	} {
+		n, sum := hist(t, c.h.WithLabelValues(c.labels...))
+		if n != c.n || sum < c.sum-1e-9 || sum > c.sum+1e-9 {
+			t.Errorf("%s: count %d sum %v, want %d and %v", c.name, n, sum, c.n, c.sum)
+		}
+	}
+}
+
+// Counting a finished request allocates nothing once its label sets were seen.
+func TestMetricsObserveNoAllocs(t *testing.T) {
+	m := newMetrics()
+	rec := metricsRecord()
+	gaps := relay.Gaps{N: 4, Sum: 200 * time.Millisecond, Max: 80 * time.Millisecond}
+	m.observe(rec, "gpt-4o", &gaps)
+	if n := testing.AllocsPerRun(200, func() { m.observe(rec, "gpt-4o", &gaps) }); n != 0 {
+		t.Errorf("%v allocations per observed request, want 0", n)
+	}
+}
+
+// BenchmarkMetricsObserve is the cost of counting one request of two attempts.
+func BenchmarkMetricsObserve(b *testing.B) {
+	m := newMetrics()
+	rec := metricsRecord()
+	gaps := relay.Gaps{N: 4, Sum: 200 * time.Millisecond, Max: 80 * time.Millisecond}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.observe(rec, "gpt-4o", &gaps)
+		}
+	})
 }
 
 // value reads a counter's current value.
@@ -41,4 +111,14 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// hist reads a histogram's count and sum.
+func hist(t *testing.T, o prometheus.Observer) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }

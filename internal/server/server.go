@@ -27,12 +27,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -230,7 +228,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	}
 	s.models = buildModelLists(cat)
 	s.metrics = newMetrics()
-	s.metrics.reg.MustRegister(circuitCollector{s.circuits})
+	s.registerCollectors()
 	s.pool.New = func() any { return new(callState) }
 
 	mux := http.NewServeMux()
@@ -473,69 +471,6 @@ func newRequestID() string {
 	copy(out[:], "req_")
 	hex.Encode(out[4:], b[:])
 	return string(out[:])
-}
-
-type metrics struct {
-	reg      *prometheus.Registry
-	requests *prometheus.CounterVec
-	attempts *prometheus.CounterVec
-	// reqs and atts cache the labelled counters by their labels: a request finds its counters
-	// without formatting the status or hashing through the vector (and, unlike a sync.Map, with
-	// no key boxed on the heap).
-	mu   sync.RWMutex
-	reqs map[requestLabels]prometheus.Counter
-	atts map[attemptLabels]prometheus.Counter
-}
-
-// requestLabels and attemptLabels are the label sets of the two counters.
-type requestLabels struct {
-	surface string
-	status  int
-	code    string
-}
-
-type attemptLabels struct{ deployment, outcome, code string }
-
-// request counts one model call (switchyard_requests_total).
-func (m *metrics) request(surface string, status int, code string) {
-	k := requestLabels{surface, status, code}
-	m.mu.RLock()
-	c := m.reqs[k]
-	m.mu.RUnlock()
-	if c == nil {
-		c = m.requests.WithLabelValues(surface, strconv.Itoa(status), code)
-		m.mu.Lock()
-		m.reqs[k] = c
-		m.mu.Unlock()
-	}
-	c.Inc()
-}
-
-// attempt counts one physical attempt (switchyard_attempts_total).
-func (m *metrics) attempt(deployment, outcome, code string) {
-	k := attemptLabels{deployment, outcome, code}
-	m.mu.RLock()
-	c := m.atts[k]
-	m.mu.RUnlock()
-	if c == nil {
-		c = m.attempts.WithLabelValues(deployment, outcome, code)
-		m.mu.Lock()
-		m.atts[k] = c
-		m.mu.Unlock()
-	}
-	c.Inc()
-}
-
-func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), reqs: map[requestLabels]prometheus.Counter{}, atts: map[attemptLabels]prometheus.Counter{}}
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_requests_total", Help: "Model calls by surface, status and final failure class.",
-	}, []string{"surface", "status", "error_code"})
-	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by deployment (\"byok\" for every caller's own connection), outcome and failure class.",
-	}, []string{"deployment", "outcome", "error_code"})
-	m.reg.MustRegister(m.requests, m.attempts)
-	return m
 }
 
 var _ http.Handler = (*Server)(nil)
