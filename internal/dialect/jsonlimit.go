@@ -1,6 +1,8 @@
 package dialect
 
 import (
+	"unicode/utf8"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/failure"
@@ -61,11 +63,18 @@ func Valid(b []byte) bool { return !tooDeep(b) && gjson.ValidBytes(b) }
 // ValidString is Valid for a string.
 func ValidString(s string) bool { return !tooDeep(s) && gjson.Valid(s) }
 
-// CheckRequestJSON is the request-side gate: nil when body is valid JSON within MaxDepth, else
-// an invalid_request *failure.Error naming the limit or saying the body is not JSON.
+// CheckRequestJSON is the request-side gate, run before any parse of a caller's body: nil when
+// body is valid JSON in valid UTF-8 nested at most MaxDepth levels, else an invalid_request
+// *failure.Error naming the limit, or saying the body is not UTF-8 or not JSON. JSON text must
+// be UTF-8 (RFC 8259 §8.1) and the providers refuse anything else; refusing it here also keeps
+// translation exact (the encoders write U+FFFD for invalid bytes, so a decoded request would
+// not survive a round trip) and keeps invalid bytes out of logs and the audit.
 func CheckRequestJSON(body []byte) error {
 	if tooDeep(body) {
 		return RequestTooDeep()
+	}
+	if !utf8.Valid(body) {
+		return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid UTF-8"}
 	}
 	if !gjson.ValidBytes(body) {
 		return &failure.Error{Class: failure.InvalidRequest, Msg: "the request body is not valid JSON"}

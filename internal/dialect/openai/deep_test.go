@@ -101,3 +101,28 @@ func TestDeepToolArgumentsInTranslation(t *testing.T) {
 		t.Fatalf("AppendRequest with a tool schema nested too deep: %v, want invalid_request", err)
 	}
 }
+
+// A body that is not valid UTF-8 is refused invalid_request by every parser of a caller body
+// (FuzzDecodeRequest found it): the encoders write U+FFFD for invalid bytes, so a decoded
+// request used not to survive its own round trip, and the providers refuse such JSON anyway.
+func TestInvalidUTF8Refused(t *testing.T) {
+	for _, b := range []string{
+		"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}",
+		"{\"model\":\"m\xc3\",\"messages\":[{\"role\":\"user\",\"content\":\"ab\"}]}",
+		"{\"model\":\"m\",\"messages\":[],\"stop\":\"\xed\xa0\x80\"}", // an encoded surrogate
+	} {
+		_, err1 := openai.ParseRequest([]byte(b))
+		_, err2 := openai.DecodeRequest([]byte(b))
+		for _, err := range []error{err1, err2} {
+			if fe := failure.From(err); fe == nil || fe.Class != failure.InvalidRequest || !strings.Contains(fe.Msg, "UTF-8") {
+				t.Errorf("%q: %v, want invalid_request naming UTF-8", b, err)
+			}
+		}
+	}
+	// Escapes are not bytes: a lone surrogate escape decodes to U+FFFD and round-trips.
+	r, err := openai.DecodeRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"a\ud800b"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRoundTrip(t, r)
+}
