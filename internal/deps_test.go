@@ -40,6 +40,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "relay", forbidden: []string{module + "server"}},
 		{pkg: "dialect/responses", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/openai", "dialect/responses", "failure", "sse"}},
 		{pkg: "admission", forbidden: []string{"net/http"}},
+		{pkg: "billing", forbidden: []string{"net/http", module + "relay", module + "server"}},
 		{pkg: "accounts", forbidden: []string{"net/http", module + "store/sqlite", module + "store/postgres", module + "server"}},
 		{pkg: "audit", forbidden: []string{module + "store/sqlite", "net/http"}},
 		{pkg: "layers", forbidden: []string{"net/http"}},

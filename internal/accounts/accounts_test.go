@@ -15,7 +15,6 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
-	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -211,64 +210,6 @@ func TestKeyLayers(t *testing.T) {
 		if !slices.Equal(info.Layers, tc.want) {
 			t.Errorf("%s layers = %+v, want %+v", tc.secret, info.Layers, tc.want)
 		}
-	}
-}
-
-// TestPrepaidNoOverspend: R-BILL-1: concurrent reserves against a prepaid balance admit only
-// what the balance covers; settles take the actual cost; releases return the reserve;
-// unmetered and unknown accounts are never refused.
-func TestPrepaidNoOverspend(t *testing.T) {
-	st := &fakeStore{accts: []accounts.Account{{ID: "pre", Billing: accounts.Prepaid, BalanceMicroUSD: 1000},
-		{ID: "free", Billing: accounts.Unmetered}}}
-	c := accounts.NewCache(st, accounts.CacheOptions{})
-	if err := c.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	const n = 50
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	admitted, refused := 0, 0
-	for range n {
-		wg.Go(func() {
-			ch, err := c.Reserve("pre", 100)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				var fe *failure.Error
-				if !errors.As(err, &fe) || fe.Class != failure.InsufficientCredit || fe.LimitKind != "credit" {
-					t.Errorf("refusal %v", err)
-				}
-				refused++
-				return
-			}
-			admitted++
-			ch.Settle(60)
-		})
-	}
-	wg.Wait()
-	// Each admitted request holds 100 until it settles to 60: at least 10 are admitted, and
-	// never so many that the settled spend passes the balance.
-	bal, reserved, _ := c.Balance("pre")
-	if admitted < 10 || refused+admitted != n || bal != 1000-60*int64(admitted) || bal < 0 || reserved != 0 {
-		t.Errorf("admitted %d refused %d balance %d reserved %d", admitted, refused, bal, reserved)
-	}
-	ch, err := c.Reserve("pre", 0)
-	if bal > 0 && err != nil {
-		t.Errorf("zero reserve with balance %d refused: %v", bal, err)
-	}
-	ch.Release()
-	ch.Release() // idempotent
-	if _, reserved, _ := c.Balance("pre"); reserved != 0 {
-		t.Errorf("reserved %d after release", reserved)
-	}
-	for _, id := range []string{"free", "unknown"} {
-		if _, err := c.Reserve(id, 1<<40); err != nil {
-			t.Errorf("%s refused: %v", id, err)
-		}
-	}
-	c.AddBalance("pre", 1_000_000)
-	if _, err := c.Reserve("pre", 999_000); err != nil {
-		t.Errorf("after a credit: %v", err)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/admission"
-	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/layers"
 )
 
@@ -34,14 +33,12 @@ type KeyInfo struct {
 	Layers []admission.Layer
 }
 
-// account is the cache's view of an account: its billing mode and balance, and the sum of the
-// reserves of prepaid requests in flight. Entries are updated in place, never replaced, so a
-// Charge may keep a pointer.
+// account is the cache's view of an account: its billing mode and balance. Prepaid reserves
+// are not here: the admission store holds them against its shared balance (internal/billing).
 type account struct {
 	settings json.RawMessage
 	billing  Billing
 	balance  int64 // micro-USD: the store's balance minus the settles not yet written
-	reserved int64 // micro-USD
 }
 
 type keyEntry struct {
@@ -58,6 +55,7 @@ type Cache struct {
 	extra    func(accountID string) []admission.Layer
 	interval time.Duration
 	pending  func(accountID string) int64
+	balances func(accountID string, balanceMicroUSD int64)
 	logf     func(string, ...any)
 	onChange func(context.Context, Change)
 
@@ -81,6 +79,10 @@ type CacheOptions struct {
 	Pending func(accountID string) int64
 	// Logf logs failed reloads (the store's error only); nil discards.
 	Logf func(format string, args ...any)
+	// Balances receives each account's balance (the stored balance minus the settles still
+	// queued) after every reload, outside the cache's lock: the in-memory admission store of a
+	// replica without a shared store takes credits made elsewhere from it; nil discards.
+	Balances func(accountID string, balanceMicroUSD int64)
 	// AccountLayers returns limits layers that apply to every stored key of an account besides
 	// its stored settings' limits (the configured accounts' limits); nil adds none. It is
 	// called with the cache's lock held and must not call the cache.
@@ -105,17 +107,20 @@ func NewCache(st Store, o CacheOptions) *Cache {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.Balances == nil {
+		o.Balances = func(string, int64) {}
+	}
 	if o.AccountLayers == nil {
 		o.AccountLayers = func(string) []admission.Layer { return nil }
 	}
 	return &Cache{
 		st: st, extra: o.AccountLayers, interval: o.ReloadInterval, pending: o.Pending, logf: o.Logf,
-		onChange: o.OnChange,
-		keys:     make(map[[sha256.Size]byte]*keyEntry),
-		byID:     make(map[string][sha256.Size]byte),
-		revoked:  make(map[string]bool),
-		accts:    make(map[string]*account),
-		wss:      make(map[string]*workspace),
+		onChange: o.OnChange, balances: o.Balances,
+		keys:    make(map[[sha256.Size]byte]*keyEntry),
+		byID:    make(map[string][sha256.Size]byte),
+		revoked: make(map[string]bool),
+		accts:   make(map[string]*account),
+		wss:     make(map[string]*workspace),
 	}
 }
 
@@ -170,7 +175,7 @@ func (c *Cache) evictLocked(id string) {
 
 // PutAccount records a's billing mode and settings (the effective settings of its keys are
 // recomputed); a new account's balance is taken from a, a known one's is kept (only credits and
-// settles change it, through AddBalance and Charge).
+// settles change it: credits through AddBalance, settles in the admission store).
 func (c *Cache) PutAccount(a *Account) {
 	c.mu.Lock()
 	if e := c.accts[a.ID]; e != nil {
@@ -192,8 +197,9 @@ func (c *Cache) AddBalance(accountID string, deltaMicroUSD int64) {
 	c.mu.Unlock()
 }
 
-// Balance returns the cached balance and in-flight reserves of an account, in micro-USD, and
-// whether it is known.
+// Balance returns the cached balance of an account in micro-USD (as of the last reload or
+// credit; settles are charged in the admission store, admission.Store.Balance) and whether it
+// is known. reserved is always 0: prepaid reserves are held by the admission store.
 func (c *Cache) Balance(accountID string) (balance, reserved int64, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -201,7 +207,7 @@ func (c *Cache) Balance(accountID string) (balance, reserved int64, ok bool) {
 	if e == nil {
 		return 0, 0, false
 	}
-	return e.balance, e.reserved, true
+	return e.balance, 0, true
 }
 
 // Prepaid reports whether accountID is a known prepaid account, under a read lock: the
@@ -212,64 +218,6 @@ func (c *Cache) Prepaid(accountID string) bool {
 	ok := a != nil && a.billing == Prepaid
 	c.mu.RUnlock()
 	return ok
-}
-
-// Charge is a prepaid request's claim on its account's balance, from Reserve. Its zero value
-// (an unmetered or unknown account) does nothing. Exactly one of Settle or Release ends it;
-// a Charge belongs to one request goroutine.
-type Charge struct {
-	c       *Cache
-	a       *account
-	reserve int64
-}
-
-// Reserve takes reserveMicroUSD (the most the request can cost) from a prepaid account's
-// available balance (its balance minus the reserves in flight), in one step under the cache's
-// lock, so that concurrent requests cannot spend past the balance by more than the difference
-// between one reserve and its actual cost. For an unmetered or unknown account it returns a
-// zero Charge and nil. When the reserve exceeds what is available the error is a
-// *failure.Error insufficient_credit (402) with LimitKind "credit".
-func (c *Cache) Reserve(accountID string, reserveMicroUSD int64) (Charge, error) {
-	reserveMicroUSD = max(reserveMicroUSD, 0)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.accts[accountID]
-	if a == nil || a.billing != Prepaid {
-		return Charge{}, nil
-	}
-	if avail := a.balance - a.reserved; reserveMicroUSD > avail || avail <= 0 {
-		return Charge{}, &failure.Error{Class: failure.InsufficientCredit, LimitKind: LimitKindCredit,
-			Msg: fmt.Sprintf("insufficient credit: this prepaid account has %s available, and this request may cost up to %s",
-				usd(max(avail, 0)), usd(reserveMicroUSD))}
-	}
-	a.reserved += reserveMicroUSD
-	return Charge{c: c, a: a, reserve: reserveMicroUSD}, nil
-}
-
-// Settle ends the charge: its reserve is returned and costMicroUSD (the actual cost, negative
-// taken as 0) is taken from the cached balance. The ledger entry that takes it from the stored
-// balance is the caller's to queue (Writer.Append).
-func (ch *Charge) Settle(costMicroUSD int64) {
-	if ch.a == nil {
-		return
-	}
-	ch.c.mu.Lock()
-	ch.a.reserved -= ch.reserve
-	ch.a.balance -= max(costMicroUSD, 0)
-	ch.c.mu.Unlock()
-	ch.a = nil
-}
-
-// Release ends the charge without billing: its reserve is returned. After Settle it does
-// nothing.
-func (ch *Charge) Release() {
-	if ch.a == nil {
-		return
-	}
-	ch.c.mu.Lock()
-	ch.a.reserved -= ch.reserve
-	ch.c.mu.Unlock()
-	ch.a = nil
 }
 
 // Reload replaces the cache's keys and accounts with the store's: keys revoked elsewhere stop
@@ -304,7 +252,6 @@ func (c *Cache) Reload(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.byok = byok
 	for i := range accts { // before the keys, whose effective settings read them
 		a := &accts[i]
@@ -329,6 +276,10 @@ func (c *Cache) Reload(ctx context.Context) error {
 			delete(c.byID, id)
 		}
 	}
+	c.mu.Unlock()
+	for i := range accts {
+		c.balances(accts[i].ID, accts[i].BalanceMicroUSD-pending[i])
+	}
 	return nil
 }
 
@@ -348,6 +299,3 @@ func (c *Cache) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// usd formats micro-USD as dollars with six decimals ("$0.012000").
-func usd(micro int64) string { return fmt.Sprintf("$%d.%06d", micro/1e6, micro%1e6) }

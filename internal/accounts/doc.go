@@ -6,8 +6,8 @@
 //   - key secrets ([NewSecret]: "sk-sy-" + 32 base62 characters from crypto/rand), of which
 //     only the SHA-256 ([HashSecret]) and a display prefix are ever stored (R-KEY-1);
 //   - the [Cache]: the active stored keys by SHA-256 and each account's billing and balance,
-//     held in memory so that authenticating a request and the prepaid credit check never touch
-//     the store. The admin API updates it in this process at once (a revoked key stops
+//     held in memory so that authenticating a request and telling a prepaid account never touch
+//     the store (the prepaid balance itself is reserved against in the admission store). The admin API updates it in this process at once (a revoked key stops
 //     working before the DELETE answers); [Cache.Run] reloads it from the store periodically
 //     so that other replicas see changes within one interval;
 //   - the [Writer]: a bounded queue that writes settle entries to the ledger in batches off the

@@ -55,13 +55,23 @@ func (s *Server) initAccounts(cfg *config.Config, o Options) error {
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
 		AccountLayers: func(id string) []admission.Layer { return s.acctLayers[id] },
-		OnChange:      s.onChange})
+		OnChange:      s.onChange,
+		Balances:      s.syncBalance})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := s.reloadRoutable(ctx); err != nil {
 		return err
 	}
 	return s.cache.Reload(ctx)
+}
+
+// syncBalance hands a reloaded prepaid balance to an in-memory admission store, so that a
+// replica without a shared store sees credits made through another within one reload; the
+// Redis store keeps the one balance every replica charges and needs none.
+func (s *Server) syncBalance(accountID string, balanceMicroUSD int64) {
+	if m, ok := s.admit.(*admission.Memory); ok {
+		m.SyncBalance(accountID, balanceMicroUSD)
+	}
 }
 
 // ReloadKeys reloads the stored keys and accounts from the store now, as Run does every

@@ -11,6 +11,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/billing"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
@@ -77,77 +78,77 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		fail(err)
 		return
 	}
-	// Limits and the reserve: after planning, before the first attempt; a refusal never fails
-	// over (R-BILL-1, limits.go). Anonymous callers and keys without limits skip the store.
-	// A prepaid account's balance is checked first (accounts.Cache, in memory), then the
-	// limits: a request refused for credit takes nothing from the limits.
-	var hold admission.Hold
-	var credit accounts.Charge
-	var reserve, tokens int64
-	// A plan of the caller's own connections only (funding byok) bills nothing: no credit check.
-	prepaid := s.cache != nil && who.account != "" && s.cache.Prepaid(who.account) && billable(cs)
-	if len(who.layers) > 0 || prepaid {
-		tokens, reserve = charge(cs, &pr, sf.protocol)
+	// Limits, budgets and the prepaid reserve: after planning, before the first attempt, in one
+	// reservation that owns the request's money until it ends (internal/billing; limits.go). A
+	// refusal never fails over (R-BILL-1). Anonymous callers and keys without limits or a
+	// prepaid balance do not call the admission store.
+	res, reserve, err := s.reserve(r, cs, &pr, sf, who, rid)
+	if err != nil {
+		clear(cs.fallbacks)
+		fail(err)
+		return
 	}
-	if prepaid {
-		credit, err = s.cache.Reserve(who.account, reserve)
-		if err != nil && dropHouse(cs, err) {
-			// Not enough credit for the house's routes, but the caller's own connections need
-			// none: they serve alone (docs/routing.md "Routing policies and BYOK").
-			prepaid, err = false, nil
-			tokens, reserve = charge(cs, &pr, sf.protocol)
-		}
-		if err != nil {
-			clear(cs.fallbacks)
-			fail(err)
-			return
-		}
-		defer credit.Release() // a panic in the relay still returns the reserve
-	}
-	if len(who.layers) > 0 {
-		hold, err = s.admit.Acquire(r.Context(), admission.Request{Layers: who.layers, Tokens: tokens, ReserveMicroUSD: reserve})
-		if err != nil {
-			credit.Release()
-			clear(cs.fallbacks)
-			fail(err)
-			return
-		}
-		defer hold.Release() // a panic in the relay still frees the slot and the reserve
-	}
-	led := s.openLedger(rid, who, pr.res.Model.ID, reserve, holdsMoney(prepaid, who.layers))
-	defer led.release() // a panic in the relay still ends the reserve in the ledger
+	defer res.Release() // a panic in the relay still frees the slot, the reserve and the ledger's
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens}
 	p := &cs.plan
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}
 	clear(cs.fallbacks)
-	if hold != nil || prepaid {
-		settle(hold, &out, reserve)
-	}
-	if hold != nil {
-		hold.Release() // before the audit record is queued: a caller that read it may call again
-	}
-	s.bill(&out, &credit, &led)
+	// Ended before the audit record is queued: a caller that read it may call again.
+	bill(res, &out, reserve)
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
 	ob.gaps = out.Gaps
 	s.finish(rec, start, ob)
 }
 
-// bill ends a request's charges (R-BILL-1, R-BILL-2): a committed request settles to the
-// committed attempt's cost in integer micro-USD, in a prepaid account's cached balance and in
-// the ledger (queued, not waited for); any other request is billed nothing, and its ledger
-// reserve, if any, is released (ledger.go). A prepaid reserve not settled here is returned by
-// the caller's deferred Release.
-func (s *Server) bill(out *relay.Result, credit *accounts.Charge, led *requestLedger) {
+// reserve admits the request's limits and money (R-BILL-1, R-BILL-4): its layers' limits and
+// budgets and, for a prepaid account whose plans use the house's routes, its balance, all in
+// one reservation. A credit refusal of a plan that mixes the caller's own connections and house
+// routes drops the house routes and reserves again without the balance (docs/routing.md
+// "Routing policies and BYOK"). It returns the reservation and the reserve in micro-USD.
+func (s *Server) reserve(r *http.Request, cs *callState, pr *prepared, sf *surface, who caller, rid string) (*billing.Reservation, int64, error) {
+	// A plan of the caller's own connections only (funding byok) bills nothing: no credit check.
+	prepaid := s.cache != nil && who.account != "" && s.cache.Prepaid(who.account) && billable(cs)
+	req := billing.Request{AccountID: who.account, KeyID: who.keyID, RequestID: rid, Model: pr.res.Model.ID}
+	req.Admission.Layers = who.layers
+	if len(who.layers) > 0 || prepaid {
+		req.Admission.Tokens, req.Admission.ReserveMicroUSD = charge(cs, pr, sf.protocol)
+	}
+	if prepaid {
+		req.Admission.CreditAccount = who.account
+	}
+	res, err := s.billing.Reserve(r.Context(), req)
+	if err != nil && prepaid && dropHouse(cs, err) {
+		req.Admission.CreditAccount = ""
+		req.Admission.Tokens, req.Admission.ReserveMicroUSD = charge(cs, pr, sf.protocol)
+		res, err = s.billing.Reserve(r.Context(), req)
+	}
+	return res, req.Admission.ReserveMicroUSD, err
+}
+
+// bill ends a request's reservation (R-BILL-1, R-BILL-2): a committed request settles to the
+// committed attempt's usage and cost (the last attempt: the relay never switches after commit)
+// in integer micro-USD, in the admission store and then the ledger (queued, not waited for);
+// any other request is released, billing nothing. The reserve is recorded on every attempt as
+// reserved_max_usd.
+func bill(res *billing.Reservation, out *relay.Result, reserveMicroUSD int64) {
+	reserved := float64(reserveMicroUSD) / 1e6
+	for i := range out.Attempts {
+		out.Attempts[i].ReservedMaxUSD = reserved
+	}
 	if !out.Committed || len(out.Attempts) == 0 {
-		led.release()
+		res.Release()
 		return
 	}
 	a := &out.Attempts[len(out.Attempts)-1]
-	cost := admission.MicroUSD(a.CostUSD)
-	credit.Settle(cost)
-	led.settle(a, cost)
+	u := &out.Usage
+	t := &a.Tokens
+	res.Settle(billing.Settlement{
+		TotalTokens: u.Input + u.Cached + u.CacheWrite + u.Output, CostMicroUSD: admission.MicroUSD(a.CostUSD),
+		Tokens: accounts.Tokens{Input: t.Input, Cached: t.Cached, CacheWrite: t.CacheWrite, Output: t.Output, Reasoning: t.Reasoning},
+		Model:  a.Model, Deployment: a.Deployment, Mark: settleMark(a.Outcome), Provenance: a.UsageProvenance,
+	})
 }
 
 // readBody reads the whole body once (architecture: before any dispatch, golang/go#40747),

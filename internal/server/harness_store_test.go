@@ -59,6 +59,13 @@ var storeBackends = []storeBackend{
 // the test.
 func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
+	return startGatewayWith(t, st, nil, yaml, fakes...)
+}
+
+// startGatewayWith is startGatewayStore with the admission store admit (nil: the one
+// admission.url names); g.Admission is nil unless the store is the in-memory one.
+func startGatewayWith(t *testing.T, st store.Store, admit admission.Store, yaml string, fakes ...fakeSpec) *gateway {
+	t.Helper()
 	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
 	closeStore := func() { _ = st.Close() }
 	for _, f := range fakes {
@@ -89,20 +96,20 @@ func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeS
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = g.Rec.Run(ctx) }()
-	g.Admission = admission.NewMemory(g.Clock.Now, nil)
 	g.Logs = new(logBuffer)
 	logf := func(format string, args ...any) {
 		t.Logf(format, args...)
 		g.Logs.add(fmt.Sprintf(format, args...))
 	}
 	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: logf,
-		Admission: g.Admission, Accounts: st})
+		Accounts: st, Admission: admit})
 	if err != nil {
 		cancel()
 		<-done
 		closeStore()
 		t.Fatalf("server: %v", err)
 	}
+	g.Admission, _ = g.Srv.Admission().(*admission.Memory) // admission.url memory://, seeded from the store
 	statsDone := make(chan struct{})
 	go func() { defer close(statsDone); _ = g.Srv.Run(ctx) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,7 +11,6 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
 	"github.com/switchyard-gw/switchyard/internal/plan"
-	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
 // newAdmission builds the admission store admission.url names: memory:// is an in-memory store
@@ -147,22 +146,4 @@ func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, res
 		one(cs.fallbacks[i].Resolution.Model, cs.fallbacks[i].Plan)
 	}
 	return in + outMax, reserveMicroUSD
-}
-
-// settle bills a held request (R-BILL-1, R-BILL-2): a committed response settles to the
-// committed attempt's usage and cost (the last attempt: the relay never switches after
-// commit), in integer micro-USD; anything else is left to Release, which bills nothing. The
-// reserve is recorded on every attempt as reserved_max_usd. h is nil for a request held only
-// by a prepaid balance (call.go's bill settles that).
-func settle(h admission.Hold, out *relay.Result, reserveMicroUSD int64) {
-	reserved := float64(reserveMicroUSD) / 1e6
-	for i := range out.Attempts {
-		out.Attempts[i].ReservedMaxUSD = reserved
-	}
-	if h == nil || !out.Committed || len(out.Attempts) == 0 {
-		return
-	}
-	a := &out.Attempts[len(out.Attempts)-1]
-	u := &out.Usage
-	h.Settle(u.Input+u.Cached+u.CacheWrite+u.Output, admission.MicroUSD(a.CostUSD))
 }

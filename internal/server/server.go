@@ -11,9 +11,10 @@
 //
 // With a store of accounts (Options.Accounts), callers may also authenticate with stored keys
 // (R-KEY-1: looked up by SHA-256 in an in-memory cache after the static keys, never a store
-// round trip on the request path), a prepaid account's balance is reserved before dispatch
-// (402 insufficient_credit, limit kind credit), a committed request's cost is queued for the
-// ledger (R-BILL-1, R-BILL-2), and the admin API of contract.md is served under /admin/v1/
+// round trip on the request path), a prepaid account's balance is reserved before dispatch in
+// the admission store (402 insufficient_credit, limit kind credit; one billing.Reservation owns
+// the request's limits, reserves and ledger entries), a committed request's cost is queued for
+// the ledger (R-BILL-1, R-BILL-2), and the admin API of contract.md is served under /admin/v1/
 // (admin.go; docs/admin-api.md), authenticated with admin.token.
 package server
 
@@ -36,6 +37,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/billing"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
 	"github.com/switchyard-gw/switchyard/internal/config"
@@ -79,7 +81,8 @@ type Options struct {
 	// Logf logs operational events (never prompt text, bodies or credentials); nil discards.
 	Logf func(format string, args ...any)
 	// Admission is the admission store of the caller limits (docs/limits.md); nil builds the
-	// one admission.url names (memory://: an in-memory store on the Now clock).
+	// one admission.url names (memory://: an in-memory store on the Now clock), seeded from the
+	// ledger of Accounts. A store given here seeds from its own Seeder.
 	Admission admission.Store
 	// Accounts is the store of accounts, keys and the ledger (docs/admin-api.md). Nil turns
 	// off stored keys, the ledger and the admin API's data (it answers 503); static keys keep
@@ -101,6 +104,7 @@ type Server struct {
 	logf         func(string, ...any)
 	keys         []staticKey
 	admit        admission.Store
+	billing      billing.Biller // reservations over admit and the ledger (call.go)
 	authRequired bool
 	maxBody      int64
 	blend        plan.Blend
@@ -226,6 +230,10 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	if err := s.initAccounts(cfg, o); err != nil {
 		return nil, err
 	}
+	s.billing = billing.Biller{Store: s.admit}
+	if s.ledger != nil {
+		s.billing.Ledger = s.ledger
+	}
 	s.models = buildModelLists(cat)
 	s.metrics = newMetrics()
 	s.registerCollectors()
@@ -296,6 +304,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	return first
 }
+
+// Admission exposes the admission store (for observability and tests).
+func (s *Server) Admission() admission.Store { return s.admit }
 
 // Circuits exposes the circuit set (for observability and tests).
 func (s *Server) Circuits() *circuit.Set { return s.circuits }

@@ -1,0 +1,178 @@
+package billing_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/admission/admissiontest"
+	"github.com/switchyard-gw/switchyard/internal/billing"
+)
+
+// ledger records the entries appended.
+type ledger struct {
+	mu sync.Mutex
+	es []accounts.LedgerEntry
+}
+
+func (l *ledger) Append(e accounts.LedgerEntry) bool {
+	l.mu.Lock()
+	l.es = append(l.es, e)
+	l.mu.Unlock()
+	return true
+}
+
+func (l *ledger) kinds() []accounts.Kind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ks []accounts.Kind
+	for _, e := range l.es {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+// counting counts Acquire calls.
+type counting struct {
+	admission.Store
+	n atomic.Int64
+}
+
+func (c *counting) Acquire(ctx context.Context, req admission.Request) (admission.Hold, error) {
+	c.n.Add(1)
+	return c.Store.Acquire(ctx, req)
+}
+
+var budgetLayer = admission.Layer{Scope: admission.ScopeKey, ID: "k",
+	Limits: admission.Limits{Concurrency: 1, BudgetMicroUSD: 10_000, BudgetPeriod: admission.PeriodTotal}}
+
+func newBiller(t *testing.T) (*billing.Biller, *admission.Memory, *ledger) {
+	t.Helper()
+	led := admissiontest.NewLedger()
+	led.Credit("acct", 5000)
+	m := admission.NewMemory(admissiontest.NewClock().Now, led)
+	l := &ledger{}
+	return &billing.Biller{Store: m, Ledger: l}, m, l
+}
+
+func metered() billing.Request {
+	return billing.Request{AccountID: "acct", KeyID: "k", RequestID: "r1", Model: "m",
+		Admission: admission.Request{Layers: []admission.Layer{budgetLayer}, CreditAccount: "acct", ReserveMicroUSD: 1000, Tokens: 10}}
+}
+
+// TestSettleOnce: a settle ends the reservation in the store and the ledger once; a Release or
+// a second Settle after it does nothing.
+func TestSettleOnce(t *testing.T) {
+	b, m, l := newBiller(t)
+	r, err := b.Reserve(context.Background(), metered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Settle(billing.Settlement{CostMicroUSD: 300, TotalTokens: 8, Model: "m", Deployment: "d"})
+	r.Settle(billing.Settlement{CostMicroUSD: 999})
+	r.Release()
+	if !r.Ended() {
+		t.Error("not ended")
+	}
+	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindReserve, accounts.KindSettle}) {
+		t.Errorf("ledger %v, want reserve then one settle", got)
+	}
+	u, _ := m.Usage(context.Background(), budgetLayer)
+	bl, _ := m.Balance(context.Background(), "acct")
+	if u.SpentMicroUSD != 300 || u.ReservedMicroUSD != 0 || u.InFlight != 0 || bl.BalanceMicroUSD != 4700 || bl.ReservedMicroUSD != 0 {
+		t.Errorf("after one settle: usage %+v, balance %+v", u, bl)
+	}
+}
+
+// TestReleaseOnce: a release bills nothing and writes one release; a Settle after it does
+// nothing (a response that commits after the request was released is not billed twice or at
+// all through this reservation).
+func TestReleaseOnce(t *testing.T) {
+	b, m, l := newBiller(t)
+	r, err := b.Reserve(context.Background(), metered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	r.Settle(billing.Settlement{CostMicroUSD: 300})
+	r.Release()
+	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindReserve, accounts.KindRelease}) {
+		t.Errorf("ledger %v, want reserve then one release", got)
+	}
+	u, _ := m.Usage(context.Background(), budgetLayer)
+	bl, _ := m.Balance(context.Background(), "acct")
+	if u.SpentMicroUSD != 0 || u.InFlight != 0 || bl.BalanceMicroUSD != 5000 || bl.ReservedMicroUSD != 0 {
+		t.Errorf("after a release: usage %+v, balance %+v", u, bl)
+	}
+}
+
+// TestPanicReleases: the one deferred Release of the request path ends a reservation whose
+// handler panicked: the slot comes back (the next request is admitted), nothing is billed.
+func TestPanicReleases(t *testing.T) {
+	b, m, l := newBiller(t)
+	func() {
+		defer func() { _ = recover() }()
+		r, err := b.Reserve(context.Background(), metered())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Release()
+		panic("relay blew up")
+	}()
+	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindReserve, accounts.KindRelease}) {
+		t.Errorf("ledger %v, want reserve then release", got)
+	}
+	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.ReservedMicroUSD != 0 {
+		t.Errorf("after the panic: %+v", u)
+	}
+	r, err := b.Reserve(context.Background(), metered())
+	if err != nil {
+		t.Fatalf("the slot did not come back: %v", err)
+	}
+	r.Release()
+}
+
+// TestUnmeteredSkipsStore: a request without layers or a prepaid account never calls the
+// admission store and holds no money: its ledger gets only the settle.
+func TestUnmeteredSkipsStore(t *testing.T) {
+	c := &counting{Store: admission.NewMemory(nil, nil)}
+	l := &ledger{}
+	b := &billing.Biller{Store: c, Ledger: l}
+	r, err := b.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Settle(billing.Settlement{CostMicroUSD: 5})
+	if c.n.Load() != 0 {
+		t.Errorf("the store was called %d times", c.n.Load())
+	}
+	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindSettle}) {
+		t.Errorf("ledger %v, want one settle", got)
+	}
+	// An anonymous caller writes nothing at all.
+	r, _ = b.Reserve(context.Background(), billing.Request{})
+	r.Settle(billing.Settlement{CostMicroUSD: 5})
+	if len(l.kinds()) != 1 {
+		t.Errorf("an anonymous request wrote the ledger")
+	}
+}
+
+// TestRefusalTakesNothing: a refused reservation writes no ledger entry and holds nothing.
+func TestRefusalTakesNothing(t *testing.T) {
+	b, m, l := newBiller(t)
+	req := metered()
+	req.Admission.ReserveMicroUSD = 6000 // above the balance of 5000
+	if _, err := b.Reserve(context.Background(), req); err == nil {
+		t.Fatal("admitted above the balance")
+	}
+	if len(l.kinds()) != 0 {
+		t.Errorf("a refusal wrote %v", l.kinds())
+	}
+	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.Requests != 0 {
+		t.Errorf("a refusal took %+v", u)
+	}
+}
