@@ -345,14 +345,14 @@ var scenarios = []scenario{
 	{
 		name:    "held lifecycle frames are capped: more than 64 KiB before any output fails over",
 		surface: catalog.Anthropic,
-		deps: []dep{an("a", every(time.Millisecond, anFrame("vendor_padding", `{"type":"vendor_padding","pad":"`+strings.Repeat("x", 1000)+`"}`), anStart)),
+		deps: []dep{an("a", every(time.Millisecond, anFrame("ping", `{"type":"ping","pad":"`+strings.Repeat("x", 1000)+`"}`), anStart)),
 			an("b", sse(anStart, anBlockStart, anText("Hi"), anBlockStop, anDelta("end_turn", 2), anStop))},
 		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, took time.Duration) {
 			served(t, res, w, "b", 2)
 			if res.Attempts[0].ErrorCode != string(failure.UpstreamError) || took >= time.Second {
 				t.Fatalf("first attempt %+v after %v", res.Attempts[0], took)
 			}
-			if strings.Contains(w.body.String(), "vendor_padding") || w.body.Len() > 4096 {
+			if strings.Contains(w.body.String(), `"pad"`) || w.body.Len() > 4096 {
 				t.Fatalf("held frames reached the caller (%d bytes)", w.body.Len())
 			}
 		},

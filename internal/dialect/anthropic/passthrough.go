@@ -64,15 +64,22 @@ func AppendUpstreamBody(dst, body []byte, info *dialect.RequestInfo, upstreamMod
 // st.RequestedModel) to dst (R-FAIL-2, R-MODEL-6). message_start's input-token preamble and
 // message_delta's cumulative usage update st.Usage; a message_delta with a stop_reason is the
 // finish (semantic, st.Finished), one without is lifecycle. FrameError frames are not appended;
-// data nested deeper than dialect.MaxDepth is a FrameError too (a provider failure).
+// data nested deeper than dialect.MaxDepth is a FrameError too (a provider failure). The event
+// name written is the event's type from the fixed set of EventName; an event of any other type
+// is FrameDrop (not forwarded, commits nothing).
 func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, dialect.FrameKind) {
 	if dialect.TooDeep(ev.Data) {
 		return dst, dialect.FrameError // NormalizeStreamError names the depth limit
 	}
 	root := gjson.Parse(dialect.View(ev.Data))
-	typ := string(ev.Name)
+	var typ string // one of the fixed set: never the provider's bytes
+	if len(ev.Name) > 0 {
+		typ = EventName(dialect.View(ev.Name))
+	} else {
+		typ = EventName(root.Get("type").Str)
+	}
 	if typ == "" {
-		typ = root.Get("type").Str
+		return dst, dialect.FrameDrop // an event type this gateway does not know: not forwarded
 	}
 	kind := dialect.FrameLifecycle
 	data := ev.Data
@@ -103,11 +110,36 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 			kind = dialect.FrameSemantic
 			st.Finished = true
 		}
-	case "ping", "content_block_stop":
-	default:
-		// An event type this gateway does not know yet: forwarded, it does not commit.
 	}
 	return appendEvent(dst, typ, data), kind
+}
+
+// EventName returns the caller-facing name of an Anthropic stream event type: one of the fixed
+// set Anthropic documents (message_start, content_block_start, content_block_delta,
+// content_block_stop, message_delta, message_stop, ping, error), as this package's constant,
+// never the provider's bytes; "" for any other type. An `event:` line written to a caller is
+// always one of these, so an upstream cannot inject SSE lines or events through the name (a
+// JSON "type" may hold a line break).
+func EventName(typ string) string {
+	switch typ {
+	case "message_start":
+		return "message_start"
+	case "content_block_start":
+		return "content_block_start"
+	case "content_block_delta":
+		return "content_block_delta"
+	case "content_block_stop":
+		return "content_block_stop"
+	case "message_delta":
+		return "message_delta"
+	case "message_stop":
+		return "message_stop"
+	case "ping":
+		return "ping"
+	case "error":
+		return "error"
+	}
+	return ""
 }
 
 func blockIsSemantic(b gjson.Result) bool {
