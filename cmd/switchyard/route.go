@@ -103,6 +103,9 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if rf := p.Refusal; rf != nil {
+		fmt.Fprintf(out, "refused: a request would get %d %s: %s\n", rf.Status, rf.ErrorType, rf.Message)
+	}
 	if f := p.Failover; f != nil {
 		fmt.Fprintf(out, "failover: %s -> same region first; %s -> other region first\n",
 			classList(f.SameRegionFirst), classList(f.OtherRegionFirst))

@@ -105,3 +105,41 @@ keys:
 		t.Errorf("another account's endpoint: %v, want the unknown-model error", err)
 	}
 }
+
+// TestRouteCommandRefusal: issue 11 item 10: `switchyard route` explains a pool that admits no
+// route instead of failing: every route dropped with its reason and the answer a request would
+// get (here every deployment is disabled in the configuration: 503 gateway_error). Exit 0.
+func TestRouteCommandRefusal(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "sw.yaml")
+	cfg := strings.ReplaceAll(routeConfig, `base_url: "http://127.0.0.1:1`, `disabled: true, base_url: "http://127.0.0.1:1`)
+	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := cmdRoute([]string{"--config", f, "--model", "chat"}, &out); err != nil {
+		t.Fatalf("route: %v", err)
+	}
+	for _, want := range []string{"refused: a request would get 503 gateway_error: every deployment of model \"chat\"", "cheap", "dear", "disabled"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := cmdRoute([]string{"--config", f, "--model", "chat", "--json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Candidates []json.RawMessage `json:"candidates"`
+		Dropped    []struct{ Reason string }
+		Refusal    struct {
+			Status    int    `json:"status"`
+			ErrorType string `json:"error_type"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Candidates == nil || len(p.Candidates) != 0 || len(p.Dropped) != 2 || p.Dropped[0].Reason != "disabled" || p.Refusal.Status != 503 || p.Refusal.ErrorType != "gateway_error" {
+		t.Errorf("plan: %s", out.Bytes())
+	}
+}

@@ -21,14 +21,17 @@ const (
 	ReasonReserved         = "reserved"                 // a reserved deployment, and the request is not through an endpoint listing it (R-KEY-6)
 	ReasonNoPublicFallback = "public fallback off"      // a public deployment, and the request's endpoint has public_fallback false (R-KEY-6)
 
-	ReasonProviders   = "not in the key's providers" // the effective `providers` setting does not name it (R-ADMIT-2)
-	ReasonPin         = "not the pinned provider"    // a `model:provider` pin names another provider (R-SUFFIX-1)
-	ReasonOnly        = "not in provider.only"       // provider.only does not name it (R-ORDER-6)
-	ReasonIgnore      = "in provider.ignore"         // provider.ignore names it (R-ORDER-6)
-	ReasonTierScope   = "outside the tier scope"     // the deployment's tier is outside the effective tier_scope (R-ADMIT-3)
-	ReasonContext     = "context window too small"   // the input estimate reaches the window (R-ADMIT-4)
-	ReasonProtocol    = "protocol not served"        // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
-	ReasonCircuitOpen = "circuit open"               // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	ReasonProviders = "not in the key's providers" // the effective `providers` setting does not name it (R-ADMIT-2)
+	// ReasonModels: the model is outside the key's effective models allowlist (R-ADMIT-1):
+	// the request is refused before planning, so only POST /v1/route shows it, on every route.
+	ReasonModels      = "not in the key's models"
+	ReasonPin         = "not the pinned provider"  // a `model:provider` pin names another provider (R-SUFFIX-1)
+	ReasonOnly        = "not in provider.only"     // provider.only does not name it (R-ORDER-6)
+	ReasonIgnore      = "in provider.ignore"       // provider.ignore names it (R-ORDER-6)
+	ReasonTierScope   = "outside the tier scope"   // the deployment's tier is outside the effective tier_scope (R-ADMIT-3)
+	ReasonContext     = "context window too small" // the input estimate reaches the window (R-ADMIT-4)
+	ReasonProtocol    = "protocol not served"      // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
+	ReasonCircuitOpen = "circuit open"             // the deployment's or (deployment, model) circuit is open, or its provider is paused
 	// ReasonDisabled: an operator took the deployment or the route out of routing (config
 	// disabled: true, or the admin API's live override; issue 11 item 3). It is checked before
 	// every other filter of a route the request may use.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
@@ -42,10 +43,32 @@ type RoutePlan struct {
 	AttemptLimit int              `json:"attempt_limit,omitempty"`
 	Candidates   []RouteCandidate `json:"candidates"`
 	Dropped      []plan.Dropped   `json:"dropped"`
+	// Refusal is what the real request would get when no route is admitted (issue 11 item 10):
+	// POST /v1/route then answers 200 with empty candidates, every route in dropped with its
+	// reason, and this; nil (omitted) when the request would be routed.
+	Refusal *RouteRefusal `json:"refusal,omitempty"`
 	// Failover is how a failed attempt reorders the candidates not yet tried, by failure class
 	// (plan.Failover, docs/routing.md "Regions"); present (non-nil) when some candidate has a
 	// region.
 	Failover *RegionFailover `json:"failover,omitempty"`
+}
+
+// RouteRefusal is the error a model call would be answered with, without any upstream call.
+type RouteRefusal struct {
+	// Status is the HTTP status, ErrorType the canonical class (the error body's error_type).
+	Status    int           `json:"status"`
+	ErrorType failure.Class `json:"error_type"`
+	Message   string        `json:"message"`
+	// Param names the request field at fault; "" (omitted) when none.
+	Param string `json:"param,omitempty"`
+	// RetryAfter is the retry-after in whole seconds the answer carries; 0 (omitted) when none.
+	RetryAfter int `json:"retry_after,omitempty"`
+}
+
+// refusalOf renders fe as a RouteRefusal.
+func refusalOf(fe *failure.Error) *RouteRefusal {
+	return &RouteRefusal{Status: fe.Class.Status(), ErrorType: fe.Class, Message: fe.Msg, Param: fe.Param,
+		RetryAfter: int((fe.RetryAfter + time.Second - 1) / time.Second)}
 }
 
 // RegionFailover lists the failure classes of each region rule (issue 11 item 6, seed 003):
@@ -140,8 +163,11 @@ func (s *Server) routeSurface(body []byte) (*surface, error) {
 	return s.chat, &failure.Error{Class: failure.InvalidRequest, Param: "surface", Msg: "`surface` must be \"openai\" or \"anthropic\""}
 }
 
-// serveRoute answers POST /v1/route with the plan (R-ORDER-8) without calling any provider. An
-// empty pool is answered with the same error a model call would get.
+// serveRoute answers POST /v1/route with the plan (R-ORDER-8) without calling any provider.
+// When no route is admitted (the allowlist, a pin, context fit, circuits, disabled routes:
+// issue 11 item 10) it is still a 200: empty candidates, every route dropped with its reason,
+// and under "refusal" the status and class a model call would get. Other errors (an unknown
+// model, a bad body, a forbidden strategy override) are answered as a model call would be.
 func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request) {
 	rid := requestID(w)
 	cs := s.pool.Get().(*callState)
@@ -181,13 +207,34 @@ func (s *Server) explain(cs *callState, who caller, body []byte) (*RoutePlan, er
 	}
 	var pr prepared
 	err = s.route(cs, who, sf, body, &pr)
+	if err != nil && pr.refused && pr.refusedModel.Model != nil {
+		// Refused before planning (allowlist, pin against the key's providers): every route of
+		// the model is dropped with that reason.
+		res := &pr.refusedModel
+		rp := &RoutePlan{Model: res.Requested, ResolvedModel: res.Model.ID, Strategy: s.strategy,
+			Candidates: []RouteCandidate{}, Dropped: []plan.Dropped{}, Refusal: refusalOf(failure.From(err))}
+		if rp.Strategy == "" {
+			rp.Strategy = plan.StrategyPrice
+		}
+		if res.Endpoint != nil {
+			rp.Endpoint = res.Endpoint.ID
+		}
+		for _, rt := range res.Model.Routes {
+			rp.Dropped = append(rp.Dropped, plan.Dropped{Deployment: rt.Deployment.Name, Model: rt.Model, Reason: pr.refusedReason})
+		}
+		return rp, nil
+	}
 	if pr.res.Model == nil {
 		return nil, err
 	}
 	rp := routePlan(cs, &pr)
 	clear(cs.fallbacks)
 	if err != nil {
-		return nil, err
+		if !pr.refused {
+			return nil, err
+		}
+		// No route admitted (issue 11 item 10): the plan with its drops, and the refusal.
+		rp.Refusal = refusalOf(failure.From(err))
 	}
 	return rp, nil
 }

@@ -327,6 +327,14 @@ type prepared struct {
 	attemptLimit int
 	// inputTokens is the request's input estimate (estimateTokens); 0 for embeddings.
 	inputTokens int
+	// refused says route's error is an admission refusal (allowlist, the key's providers
+	// against a pin, or an empty pool: Plan.Refusal), which POST /v1/route explains with a 200
+	// instead of answering it (issue 11 item 10). For a refusal before planning, refusedModel
+	// is the resolved model and refusedReason the reason every one of its routes is dropped
+	// with; refusedModel.Model is nil when the plan was built.
+	refused       bool
+	refusedModel  catalog.Resolution
+	refusedReason string
 }
 
 // route is the request path's routing half, shared by model calls and POST /v1/route so that
@@ -352,6 +360,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		return err
 	}
 	if err := allowModel(who, res, "model"); err != nil {
+		pr.refused, pr.refusedModel, pr.refusedReason = true, res, plan.ReasonModels
 		return err
 	}
 	h, err := readHints(body, sf)
@@ -359,6 +368,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		return err
 	}
 	if err := allowPin(who, res, sx.Pin); err != nil {
+		pr.refused, pr.refusedModel, pr.refusedReason = true, res, plan.ReasonProviders
 		return err
 	}
 	if (sx.Strategy != "" || h.prefs.Sort != "") && !who.allowOverride {
@@ -417,7 +427,9 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	// one candidate only (R-ORDER-6): neither runs fallback models.
 	noSwitch := sx.Pin != "" || (h.prefs.AllowFallbacks != nil && !*h.prefs.AllowFallbacks)
 	if noSwitch || len(h.fallbacks) == 0 {
-		return cs.plan.Refusal()
+		err := cs.plan.Refusal()
+		pr.refused = err != nil
+		return err
 	}
 	for len(cs.fbPlans) < len(h.fallbacks) {
 		cs.fbPlans = append(cs.fbPlans, new(plan.Plan))
@@ -462,7 +474,9 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 			return nil // the requested model has no candidate now; its fallbacks run (R-FAIL-8)
 		}
 	}
-	return cs.plan.Refusal()
+	err = cs.plan.Refusal()
+	pr.refused = err != nil
+	return err
 }
 
 // allowModel refuses, 403 permission, a model outside the caller's effective models allowlist
