@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ commands:
   serve          run the gateway (--config FILE, --listen ADDR)
   init           write a commented starter switchyard.yaml (the built-in catalog)
   check          validate a configuration (--config FILE)
+  reload         make a running gateway re-read its configuration (--pid-file FILE or --pid PID)
   route          print the plan of a model (--model ID [--config FILE] [--key NAME] [--json])
   fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
   version        print the version (also --version)
@@ -67,6 +69,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdCheck(args[1:], stdout)
 	case "route":
 		err = cmdRoute(args[1:], stdout)
+	case "reload":
+		err = cmdReload(args[1:], stdout)
 	case "init":
 		err = cmdInit(args[1:], stdout)
 	case "version", "--version", "-version", "-v":
@@ -218,10 +222,11 @@ func cmdCheck(args []string, out io.Writer) error {
 }
 
 func cmdServe(ctx context.Context, args []string) error {
-	fs := newFlags("serve", "serve [--config FILE] [--listen ADDR]",
-		"Runs the gateway. SIGTERM or SIGINT drains in-flight requests and exits.")
+	fs := newFlags("serve", "serve [--config FILE] [--listen ADDR] [--pid-file FILE]",
+		"Runs the gateway. SIGHUP (or `switchyard reload`) re-reads the configuration file: a valid one\nreplaces the running configuration atomically, requests in flight finish on the old one, an\ninvalid one is refused (its problems logged) and the old one keeps serving. SIGTERM or SIGINT\ndrains in-flight requests and exits.")
 	file := fs.String("config", "", "configuration file (default ./switchyard.yaml if present, else the built-in catalog)")
 	listen := fs.String("listen", "", "listen address, overrides server.listen")
+	pidFile := fs.String("pid-file", "", "write the process id to this file (for `switchyard reload --pid-file`); removed at exit")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -244,8 +249,53 @@ func cmdServe(ctx context.Context, args []string) error {
 	if _, err := checkConfig(cfg, name, func(w string) { logf("%s", w) }); err != nil {
 		return err
 	}
+	if *pidFile != "" {
+		if err := os.WriteFile(*pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return fmt.Errorf("--pid-file: %w", err)
+		}
+		defer os.Remove(*pidFile)
+	}
 	opts := runOptions{}
+	if !builtin {
+		// SIGHUP re-reads the same file, validated as check does; --listen still wins.
+		opts.reload = func() (*config.Config, *catalog.Catalog, error) {
+			next, err := config.Load(name)
+			if err != nil {
+				return nil, nil, err
+			}
+			cat, err := checkConfig(next, name, func(w string) { logf("%s", w) })
+			if err != nil {
+				return nil, nil, err
+			}
+			if *listen != "" {
+				next.Server.Listen = *listen
+			}
+			return next, cat, nil
+		}
+	}
 	return run(ctx, cfg, opts)
+}
+
+// restartOnly lists the settings that differ between prev and next but take effect only at a
+// restart (the listener, the stores, the circuit settings).
+func restartOnly(prev, next *config.Config) []string {
+	var out []string
+	if prev.Server.Listen != next.Server.Listen {
+		out = append(out, "server.listen")
+	}
+	if prev.Store.URL != next.Store.URL {
+		out = append(out, "store.url")
+	}
+	if prev.Store.ReloadInterval != next.Store.ReloadInterval {
+		out = append(out, "store.reload_interval")
+	}
+	if prev.Admission.URL != next.Admission.URL {
+		out = append(out, "admission.url")
+	}
+	if prev.Routing.Circuit != next.Routing.Circuit {
+		out = append(out, "routing.circuit")
+	}
+	return out
 }
 
 // defaultServe prepares the built-in catalog: a key from SWITCHYARD_API_KEY when set, else
@@ -309,6 +359,9 @@ func startFake(ctx context.Context, p http.Handler, d catalog.Dialect) (string, 
 type runOptions struct {
 	// ready, when non-nil, receives the listen address once connections are accepted.
 	ready func(addr string)
+	// reload, when non-nil, reads and validates the configuration again (SIGHUP); nil: SIGHUP
+	// is logged and ignored (the built-in catalog, the demo).
+	reload func() (*config.Config, *catalog.Catalog, error)
 	// noAccounts leaves the store of accounts out of the server (no stored keys, ledger or
 	// admin API data): the demo, which has no admin token and so nothing could fill it.
 	noAccounts bool
@@ -317,6 +370,10 @@ type runOptions struct {
 // run serves cfg until ctx ends, then drains: in-flight requests and streams get
 // server.shutdown_grace to finish (contract.md).
 func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
+	// SIGHUP is a reload from the start: its default action would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cat, err := catalog.New(cfg)
 	if err != nil {
 		return err
@@ -362,12 +419,18 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	if opts.ready != nil {
 		opts.ready(ln.Addr().String())
 	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+wait:
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			break wait
+		case <-hup:
+			reload(srv, opts.reload)
+		}
 	}
-	grace := cfg.Server.ShutdownGrace.D()
+	grace := srv.Config().Server.ShutdownGrace.D()
 	if grace <= 0 {
 		grace = 30 * time.Second
 	}
@@ -388,6 +451,29 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	defer fcancel()
 	_ = rec.Flush(fctx)
 	return nil
+}
+
+// reload carries out one SIGHUP: read and validate the configuration again and swap it in, or
+// log why not and keep serving the current one.
+func reload(srv *server.Server, read func() (*config.Config, *catalog.Catalog, error)) {
+	if read == nil {
+		logf("SIGHUP: there is no configuration file to reload (built-in catalog or demo); ignored")
+		return
+	}
+	cfg, cat, err := read()
+	if err != nil {
+		logf("reload refused, the previous configuration keeps serving:\n%v", err)
+		return
+	}
+	prev := srv.Config()
+	if err := srv.Reload(cfg, cat); err != nil {
+		logf("reload refused, the previous configuration keeps serving: %v", err)
+		return
+	}
+	logf("reloaded %s: %d models, %d deployments, %d keys", cfg.File, len(cfg.Models), len(cfg.Deployments), len(cfg.Keys))
+	if changed := restartOnly(prev, cfg); len(changed) > 0 {
+		logf("reload: %s changed; the running values stay until a restart", strings.Join(changed, ", "))
+	}
 }
 
 func cmdFakeProvider(ctx context.Context, args []string) error {

@@ -78,7 +78,7 @@ type pause struct {
 
 // Set holds every circuit of a gateway: one [Breaker] per deployment, one per (deployment,
 // model) for hangs (R-CIRCUIT-5), and the provider pauses (R-CIRCUIT-4). Breakers are created
-// lazily on first use and never removed, so keys must come from the catalog, never from caller
+// lazily on first use and removed only by [Set.Forget], so keys must come from the catalog, never from caller
 // input. A Set is safe for concurrent use; the zero value is not usable, use [NewSet].
 type Set struct {
 	deployment Settings
@@ -236,6 +236,21 @@ func (s *Set) States() []StateInfo {
 		return cmp.Or(cmp.Compare(a.Deployment, b.Deployment), cmp.Compare(a.Model, b.Model))
 	})
 	return out
+}
+
+// Forget removes the deployment's circuit and its (deployment, model) circuits, so that the
+// next attempt on it starts closed: a configuration reload calls it for a deployment whose
+// settings changed or that was removed. An attempt admitted before finishes on the forgotten
+// breakers and changes nothing. Provider pauses are kept (they are the provider's).
+func (s *Set) Forget(deployment string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.deployments, deployment)
+	for k := range s.models {
+		if k.deployment == deployment {
+			delete(s.models, k)
+		}
+	}
 }
 
 // lookup returns the provider's pause (nil when it was never paused) and the two breakers,

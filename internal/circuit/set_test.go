@@ -388,3 +388,26 @@ func BenchmarkAdmitDone(b *testing.B) {
 		})
 	})
 }
+
+// Forget resets one deployment's circuits (deployment and model) and keeps the others'.
+func TestSetForget(t *testing.T) {
+	s, _ := newTestSet()
+	for _, dep := range []string{"a", "b"} {
+		for !s.Open("p", dep, "m") {
+			attempt(t, s, "p", dep, "m", hang())
+		}
+	}
+	if !s.Open("p", "a", "m") || !s.Open("p", "b", "m") {
+		t.Fatal("circuits did not open")
+	}
+	s.Forget("a")
+	if s.Open("p", "a", "m") {
+		t.Error("a still open after Forget")
+	}
+	if !s.Open("p", "b", "m") {
+		t.Error("Forget(a) closed b")
+	}
+	if _, err := s.Admit("p", "a", "m"); err != nil {
+		t.Errorf("a refused after Forget: %v", err)
+	}
+}

@@ -34,12 +34,18 @@ const storeTimeout = 10 * time.Second
 // initAccounts sets up the admin token and, with a store of accounts, the key cache (loaded
 // now) and the ledger writer; with a store but no admin.token it logs one line saying the
 // admin API is off.
-func (s *Server) initAccounts(cfg *config.Config, o Options) error {
+func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error {
 	if cfg.Admin.Token != "" {
 		s.adminOn, s.adminHash = true, sha256.Sum256([]byte(cfg.Admin.Token))
 	}
 	if o.Accounts == nil {
 		return nil
+	}
+	if prev != nil { // a reload: the same store, cache and ledger writer; the key from cfg
+		s.accts, s.ledger, s.cache = prev.accts, prev.ledger, prev.cache
+		box, err := secret.New(cfg.Store.SecretKey)
+		s.box = box
+		return err
 	}
 	if !s.adminOn {
 		// a store of accounts is useless without the admin API that fills it: say why it is off
@@ -54,7 +60,7 @@ func (s *Server) initAccounts(cfg *config.Config, o Options) error {
 	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf})
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
-		AccountLayers: func(id string) []admission.Layer { return s.acctLayers[id] },
+		AccountLayers: func(id string) []admission.Layer { return s.live.Load().acctLayers[id] },
 		OnChange:      s.onChange,
 		Balances:      s.syncBalance})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)

@@ -38,21 +38,28 @@ func (s *Server) byokDeployment(conn *accounts.Connection) *byokDeployment {
 	if v, ok := s.byok.deps.Load(conn.ID); ok {
 		return v.(*byokDeployment)
 	}
+	// Built against the current configuration's catalog and registered with its relay too, so
+	// that a deployment built by a request still running on an earlier snapshot serves the
+	// requests of the current one (Reload clears the set under the same lock).
+	cur := s
+	if s.live != nil {
+		cur = s.live.Load()
+	}
 	d := &catalog.Deployment{Name: conn.Deployment(), Provider: conn.Provider, Dialect: catalog.Dialect(conn.Dialect),
 		BaseURL: conn.BaseURL, BYOK: true}
 	bd := &byokDeployment{dep: d, routes: make(map[string]*catalog.Route, len(conn.Models))}
-	key, err := s.box.Open(conn.APIKey) // sealed in the store when store.secret_key is set
+	key, err := cur.box.Open(conn.APIKey) // sealed in the store when store.secret_key is set
 	if err != nil {
 		// Unusable until the right store.secret_key is configured: it serves no model (logged
 		// once per process; the error names no credential).
 		s.logf("BYOK connection %s of key %s is not used: %v", conn.ID, conn.KeyID, err)
-		bd.client = upstream.New(d, s.deadlines)
+		bd.client = upstream.New(d, cur.deadlines)
 		s.byok.deps.Store(conn.ID, bd)
 		return bd
 	}
 	d.APIKey = key
 	for _, id := range conn.Models {
-		m := s.cat.Model(id)
+		m := cur.cat.Model(id)
 		if m == nil {
 			continue // a model removed from the catalog since the connection was stored
 		}
@@ -60,8 +67,11 @@ func (s *Server) byokDeployment(conn *accounts.Connection) *byokDeployment {
 		d.Routes = append(d.Routes, rt)
 		bd.routes[m.ID] = rt
 	}
-	bd.client = upstream.New(d, s.deadlines)
+	bd.client = upstream.New(d, cur.deadlines)
 	s.relay.AddClient(bd.client)
+	if cur != s {
+		cur.relay.AddClient(bd.client)
+	}
 	s.byok.deps.Store(conn.ID, bd)
 	return bd
 }
@@ -107,9 +117,14 @@ func byokModels(cat *catalog.Catalog, d catalog.Dialect) []string {
 // when the transport's idle timeout passes). The relay keeps the client registered under the
 // deployment name, unused.
 func (s *Server) dropBYOK(connID string) {
+	s.byok.mu.Lock()
+	defer s.byok.mu.Unlock()
 	if v, ok := s.byok.deps.LoadAndDelete(connID); ok {
 		bd := v.(*byokDeployment)
 		s.relay.RemoveClient(bd.dep.Name)
+		if s.live != nil {
+			s.live.Load().relay.RemoveClient(bd.dep.Name)
+		}
 		bd.client.Close()
 	}
 }

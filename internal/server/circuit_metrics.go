@@ -53,7 +53,11 @@ func (c pauseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pausedDesc 
 
 // Collect implements prometheus.Collector.
 func (c pauseCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, d := range c.s.cat.Deployments {
+	cat := c.s.cat
+	if cur := c.s.live.Load(); cur != nil {
+		cat = cur.cat // the configuration serving now (Reload)
+	}
+	for _, d := range cat.Deployments {
 		v := 0.0
 		if _, ok := c.s.circuits.PausedUntil(d.PauseScope()); ok {
 			v = 1

@@ -246,7 +246,7 @@ func (s *Server) explain(cs *callState, who caller, body []byte) (*RoutePlan, er
 // endpoint whatever its accounts. The error is the *failure.Error a
 // request would get (an unknown model, an empty pool, ...) or an unknown key name.
 func Explain(cfg *config.Config, cat *catalog.Catalog, key string, body []byte) (*RoutePlan, error) {
-	s := &Server{cat: cat, strategy: cfg.Routing.Strategy, attemptLimit: max(cfg.Routing.AttemptLimit, 0),
+	s := &Server{cat: cat, routable: new(routableState), byok: new(byokSet), strategy: cfg.Routing.Strategy, attemptLimit: max(cfg.Routing.AttemptLimit, 0),
 		blend:    plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
 		chat:     &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)},
 		messages: &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)}}

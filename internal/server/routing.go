@@ -412,7 +412,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	in := plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend,
 		Strategy: strategy, SessionKey: h.sessionKey, Prefs: h.prefs, InputTokens: h.inputTokens,
 		Providers: providers, TierScope: scope, Funding: string(cr.funding), HouseOff: cr.funding == accounts.FundingBYOK,
-		Routable: &s.routable}
+		Routable: s.routable}
 	if cr.policy != nil {
 		in.Policy, in.SavedOrder = cr.policy.ID, cr.policy.Order
 	}

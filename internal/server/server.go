@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -92,13 +93,21 @@ type Options struct {
 
 // Server serves the gateway's HTTP surfaces. Create it with New; it is an http.Handler.
 type Server struct {
+	// live is the snapshot serving new requests, shared by every snapshot of one gateway:
+	// ServeHTTP loads it once per request, and the request runs to its end on that snapshot
+	// (reload.go). reloadMu serializes Reload.
+	live     *atomic.Pointer[Server]
+	reloadMu *sync.Mutex
+	opts     Options
+	cfg      *config.Config // the configuration this snapshot was built from
+
 	cat          *catalog.Catalog
 	circuits     *circuit.Set
 	stats        *stats.Collector
 	relay        *relay.Relay
 	clients      map[string]*upstream.Client
 	deadlines    upstream.Deadlines // of every upstream client, BYOK connections' included
-	byok         byokSet            // the callers' own connections as deployments (byok.go)
+	byok         *byokSet           // the callers' own connections as deployments (byok.go); shared by snapshots
 	rec          *audit.Recorder
 	ready        func(context.Context) error
 	logf         func(string, ...any)
@@ -131,7 +140,7 @@ type Server struct {
 	acctLayers map[string][]admission.Layer
 	// routable is the operators' live routable state (routable.go); reloadEvery is
 	// store.reload_interval, the pace of its poll.
-	routable    routableState
+	routable    *routableState // shared by the snapshots of one gateway (Reload)
 	reloadEvery time.Duration
 }
 
@@ -173,7 +182,22 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	if o.Recorder == nil {
 		return nil, errors.New("server: an audit recorder is required")
 	}
+	s, err := newSnapshot(cfg, cat, o, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.live.Store(s)
+	return s, nil
+}
+
+// newSnapshot builds the server of one configuration. prev, when non-nil, is the snapshot
+// being replaced (Reload): the new one shares its long-lived parts (circuits, statistics,
+// admission store, metrics, the store of accounts with its cache and ledger writer, the BYOK
+// deployments, the live pointer) and builds the rest from cfg and cat.
+func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Server) (*Server, error) {
 	s := &Server{
+		opts:         o,
+		cfg:          cfg,
 		cat:          cat,
 		rec:          o.Recorder,
 		ready:        o.Ready,
@@ -191,8 +215,15 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	if s.maxBody <= 0 {
 		s.maxBody = 32 << 20
 	}
-	cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D(), Now: o.Now}
-	s.circuits = circuit.NewSet(cs, cs)
+	if prev != nil {
+		s.live, s.reloadMu, s.byok, s.circuits, s.stats, s.metrics = prev.live, prev.reloadMu, prev.byok, prev.circuits, prev.stats, prev.metrics
+		s.routable = prev.routable
+	} else {
+		s.live, s.reloadMu, s.byok, s.routable = new(atomic.Pointer[Server]), new(sync.Mutex), new(byokSet), new(routableState)
+		cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D(), Now: o.Now}
+		s.circuits = circuit.NewSet(cs, cs)
+		s.stats = stats.New(stats.Options{Now: o.Now})
+	}
 	dl := upstream.Deadlines{
 		Headers:       cfg.Routing.Timeouts.Headers.D(),
 		StreamHeaders: cfg.Routing.Timeouts.StreamHeaders.D(),
@@ -207,9 +238,10 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 	}
 	s.relay = relay.New(s.circuits, s.clients)
 	s.relay.Logf = s.logf
-	s.stats = stats.New(stats.Options{Now: o.Now})
 	s.relay.Stats = s.stats
-	if s.admit = o.Admission; s.admit == nil {
+	if prev != nil {
+		s.admit = prev.admit
+	} else if s.admit = o.Admission; s.admit == nil {
 		var err error
 		if s.admit, err = newAdmission(cfg.Admission.URL, o.Now, ledgerSeeder{s}, s.logf); err != nil {
 			return nil, err
@@ -227,7 +259,7 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		s.keys = append(s.keys, staticKey{hash: sha256.Sum256([]byte(k.Secret)), name: k.Name, account: k.Account,
 			allowOverride: k.AllowRequestOverride, layers: keyLayers(&k, accounts)})
 	}
-	if err := s.initAccounts(cfg, o); err != nil {
+	if err := s.initAccounts(cfg, o, prev); err != nil {
 		return nil, err
 	}
 	s.billing = billing.Biller{Store: s.admit}
@@ -235,8 +267,10 @@ func New(cfg *config.Config, cat *catalog.Catalog, o Options) (*Server, error) {
 		s.billing.Ledger = s.ledger
 	}
 	s.models = buildModelLists(cat)
-	s.metrics = newMetrics()
-	s.registerCollectors()
+	if prev == nil {
+		s.metrics = newMetrics()
+		s.registerCollectors()
+	}
 	s.pool.New = func() any { return new(callState) }
 
 	mux := http.NewServeMux()
@@ -311,8 +345,10 @@ func (s *Server) Admission() admission.Store { return s.admit }
 // Circuits exposes the circuit set (for observability and tests).
 func (s *Server) Circuits() *circuit.Set { return s.circuits }
 
-// Close releases the upstream connection pools and the admission store's connections.
+// Close releases the upstream connection pools (of the current configuration's deployments;
+// Reload released the earlier ones') and the admission store's connections.
 func (s *Server) Close() {
+	s = s.live.Load()
 	if c, ok := s.admit.(interface{ Close() error }); ok {
 		_ = c.Close()
 	}
@@ -327,6 +363,11 @@ func (s *Server) Close() {
 // written; after a model call's response started (relay.Answered) nothing is added to it (the
 // relay ends a running stream with its terminal error event itself).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.live.Load().serveHTTP(w, r)
+}
+
+// serveHTTP is ServeHTTP on snapshot s.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rid := newRequestID()
 	h := w.Header()
 	h["X-Request-Id"] = []string{rid}
