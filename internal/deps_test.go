@@ -45,6 +45,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "audit", forbidden: []string{module + "store/sqlite", "net/http"}},
 		{pkg: "layers", forbidden: []string{"net/http"}},
 		{pkg: "secret", forbidden: []string{"net/http"}, ours: []string{"secret"}},
+		{pkg: "litellm", forbidden: []string{"net/http"}, ours: []string{"litellm"}},
 		{pkg: "stats", forbidden: []string{"net/http", module + "relay", module + "server"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {

@@ -157,3 +157,40 @@ func TestInit(t *testing.T) {
 		t.Fatalf("init --output -: %d", code)
 	}
 }
+
+// `switchyard import litellm` writes a configuration check accepts to stdout and the notes to
+// stderr; a wrong invocation is a usage error.
+func TestImportLiteLLM(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "config.yaml")
+	os.WriteFile(in, []byte(`model_list:
+  - model_name: gpt-4o
+    litellm_params: {model: openai/gpt-4o, api_key: os.environ/OPENAI_API_KEY, rpm: 100}
+  - model_name: gpt-4o
+    litellm_params: {model: bedrock/anthropic.claude-3-5-sonnet}
+general_settings: {master_key: os.environ/LITELLM_MASTER_KEY}
+`), 0o600)
+	code, out, errOut := runCLI(t, "", "import", "litellm", in)
+	if code != 0 {
+		t.Fatalf("import: exit %d %q", code, errOut)
+	}
+	for _, want := range []string{"litellm_params.rpm: deployment rate limits are not modelled", "model_list[1]: gpt-4o (model bedrock/", "SigV4"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	file := filepath.Join(dir, "switchyard.yaml")
+	os.WriteFile(file, []byte(out), 0o600)
+	t.Setenv("LITELLM_MASTER_KEY", "sk-master-0123456789")
+	if code, o, e := runCLI(t, "", "check", "--config", file); code != 0 || !strings.Contains(o, "ok (1 models, 1 deployments)") {
+		t.Errorf("check of the imported file: %d %q %q\n%s", code, o, e, out)
+	}
+	for _, args := range [][]string{{"import"}, {"import", "litellm"}, {"import", "portkey", in}} {
+		if code, _, _ := runCLI(t, "", args...); code != 2 {
+			t.Errorf("switchyard %s: exit %d, want 2", strings.Join(args, " "), code)
+		}
+	}
+	if code, _, _ := runCLI(t, "", "import", "litellm", filepath.Join(dir, "missing.yaml")); code != 1 {
+		t.Errorf("import of a missing file: exit %d, want 1", code)
+	}
+}

@@ -34,6 +34,7 @@ commands:
   serve          run the gateway (--config FILE, --listen ADDR)
   init           write a commented starter switchyard.yaml (the built-in catalog)
   check          validate a configuration (--config FILE)
+  import         convert a LiteLLM config (import litellm config.yaml > switchyard.yaml)
   reload         make a running gateway re-read its configuration (--pid-file FILE or --pid PID)
   route          print the plan of a model (--model ID [--config FILE] [--key NAME] [--json])
   fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
@@ -71,6 +72,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdRoute(args[1:], stdout)
 	case "reload":
 		err = cmdReload(args[1:], stdout)
+	case "import":
+		err = cmdImport(args[1:], stdout, stderr)
 	case "init":
 		err = cmdInit(args[1:], stdout)
 	case "version", "--version", "-version", "-v":
