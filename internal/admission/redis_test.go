@@ -313,3 +313,74 @@ func TestRedisStopAndRestart(t *testing.T) {
 	}
 	h2.Release()
 }
+
+// pauseLog records the pauses a replica applies.
+type pauseLog struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (p *pauseLog) apply(provider string, until time.Time) {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = make(map[string]time.Time)
+	}
+	p.m[provider] = until
+	p.mu.Unlock()
+}
+
+func (p *pauseLog) get(provider string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u, ok := p.m[provider]
+	return u, ok
+}
+
+// TestRedisSharedPauses: R-CIRCUIT-4 across replicas: a pause published by one replica reaches
+// the others (pub/sub), a replica that starts later reads the pauses in force, and no replica
+// hears its own pause back.
+func TestRedisSharedPauses(t *testing.T) {
+	url := redisURL(t)
+	p := testPrefix(t, url)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	start := func() (*admission.Redis, *pauseLog) {
+		r := openRedis(t, url, p, admission.RedisOptions{})
+		l := &pauseLog{}
+		wg.Go(func() { _ = r.SharePauses(ctx, l.apply) })
+		return r, l
+	}
+	a, la := start()
+	_, lb := start()
+	wait := func(l *pauseLog, provider string) time.Time {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if u, ok := l.get(provider); ok {
+				return u
+			}
+		}
+		t.Fatalf("the pause of %s never arrived", provider)
+		return time.Time{}
+	}
+	until := time.Now().Add(30 * time.Second).Truncate(time.Millisecond)
+	a.PublishPause("openai", until)
+	if got := wait(lb, "openai"); !got.Equal(until) {
+		t.Errorf("replica b paused openai until %v, want %v", got, until)
+	}
+	// b is subscribed now: the next pause arrives by pub/sub.
+	a.PublishPause("anthropic", until.Add(time.Second))
+	wait(lb, "anthropic")
+	_, lc := start() // a replica started after the pauses: reads those in force
+	wait(lc, "openai")
+	wait(lc, "anthropic")
+	a.PublishPause("past", time.Now().Add(-time.Second))
+	a.PublishPause("marker", until)
+	wait(lb, "marker")
+	if _, ok := lb.get("past"); ok {
+		t.Error("a pause already over was shared")
+	}
+	if _, ok := la.get("anthropic"); ok {
+		t.Error("replica a heard its own pause back")
+	}
+}

@@ -12,7 +12,10 @@
 //     faults and client cancellations are [Neutral] and never count (a Neutral probe only frees
 //     the probe slot).
 //   - R-CIRCUIT-4: an upstream_rate_limited failure counts on the deployment circuit and pauses
-//     every deployment of that provider for the retry-after, clamped to 1..60s.
+//     every deployment of that provider for the retry-after, clamped to 1..60s. [Set.OnPause]
+//     hears each such pause and [Set.PauseUntil] applies another replica's, so that replicas on
+//     a shared admission store skip a provider that asked any of them to wait; circuits
+//     themselves stay per replica.
 //   - R-CIRCUIT-5: a hang (failure.Error.Hang) counts on the (deployment, model) circuit only
 //     (it is neutral on the deployment circuit), so a model that hangs is paused at that
 //     deployment while the deployment's other models keep serving (seed 000: "its other models

@@ -86,6 +86,10 @@ type Set struct {
 	now        func() time.Time
 	epoch      time.Time // origin of pause offsets
 
+	// onPause, when set, hears every pause this Set starts after an upstream 429 (not those
+	// applied with PauseUntil), so that other replicas can skip the provider too.
+	onPause atomic.Pointer[func(provider string, until time.Time)]
+
 	mu          sync.RWMutex // guards the following maps (not the values they point to)
 	deployments map[string]*Breaker
 	models      map[routeKey]*Breaker
@@ -290,10 +294,33 @@ func (s *Set) paused(p *pause) (time.Time, bool) {
 	return s.epoch.Add(until), true
 }
 
+// OnPause sets f to hear every provider pause this Set starts after an upstream 429, with its
+// end (R-CIRCUIT-4 shared by replicas: the shared admission store publishes it). f is called on
+// the request goroutine and must not block. Pauses applied with PauseUntil are not repeated.
+func (s *Set) OnPause(f func(provider string, until time.Time)) { s.onPause.Store(&f) }
+
+// PauseUntil pauses provider until until (another replica's pause), at most MaxPause from
+// now, keeping a later end already in force. An end already past does nothing.
+func (s *Set) PauseUntil(provider string, until time.Time) {
+	d := min(until.Sub(s.now()), MaxPause)
+	if d <= 0 {
+		return
+	}
+	s.extend(provider, d)
+}
+
 // pause pauses provider for retryAfter clamped to [MinPause, MaxPause] from now, keeping a
-// later end already in force.
+// later end already in force, and tells the OnPause hook.
 func (s *Set) pause(provider string, retryAfter time.Duration) {
 	d := min(max(retryAfter, MinPause), MaxPause)
+	s.extend(provider, d)
+	if f := s.onPause.Load(); f != nil {
+		(*f)(provider, s.now().Add(d))
+	}
+}
+
+// extend pauses provider for d from now unless a later end is in force.
+func (s *Set) extend(provider string, d time.Duration) {
 	s.mu.RLock()
 	p := s.pauses[provider]
 	s.mu.RUnlock()

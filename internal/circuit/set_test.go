@@ -292,6 +292,41 @@ func TestSetPauseNeverShortens(t *testing.T) {
 	}
 }
 
+// TestSetSharedPause: R-CIRCUIT-4 across replicas: a pause this Set starts is told to OnPause
+// with its end; a pause applied with PauseUntil (another replica's) pauses the provider here,
+// keeps a later end, is capped at MaxPause, is not told again, and one already over does nothing.
+func TestSetSharedPause(t *testing.T) {
+	s, clk := newTestSet()
+	var heard []string
+	s.OnPause(func(p string, until time.Time) { heard = append(heard, fmt.Sprintf("%s %v", p, until.Sub(epoch))) })
+	attempt(t, s, "openai", "D1", "A", &failure.Error{Class: failure.UpstreamRateLimited, RetryAfter: 5 * time.Second})
+	if len(heard) != 1 || heard[0] != "openai 5s" {
+		t.Fatalf("OnPause heard %v, want [openai 5s]", heard)
+	}
+	s.PauseUntil("anthropic", epoch.Add(3*time.Second))
+	s.PauseUntil("anthropic", epoch.Add(time.Second)) // shorter: kept at 3 s
+	s.PauseUntil("gone", epoch.Add(-time.Second))
+	s.PauseUntil("long", epoch.Add(time.Hour))
+	if len(heard) != 1 {
+		t.Errorf("a remote pause was told again: %v", heard)
+	}
+	if !s.Open("anthropic", "D3", "A") || s.Open("gone", "D4", "A") {
+		t.Error("remote pauses not applied as sent")
+	}
+	clk.Advance(2 * time.Second)
+	if !s.Open("anthropic", "D3", "A") {
+		t.Error("a shorter remote pause cut a longer one")
+	}
+	clk.Advance(time.Second)
+	if s.Open("anthropic", "D3", "A") {
+		t.Error("the remote pause did not end")
+	}
+	clk.Advance(MaxPause - 3*time.Second)
+	if s.Open("long", "D5", "A") {
+		t.Error("a remote pause longer than MaxPause was not capped")
+	}
+}
+
 func TestSetStates(t *testing.T) {
 	s, clk := newTestSet()
 	attempt(t, s, "p", "D2", "A", nil)

@@ -22,13 +22,13 @@ import (
 
 // redisStore opens a Redis admission store on SWITCHYARD_TEST_REDIS_URL under prefix (every
 // replica of a test shares it), or skips the test.
-func redisStore(t *testing.T, prefix string) *admission.Redis {
+func redisStore(t *testing.T, prefix string, now func() time.Time) *admission.Redis {
 	t.Helper()
 	url := os.Getenv("SWITCHYARD_TEST_REDIS_URL")
 	if url == "" {
 		t.Skip("SWITCHYARD_TEST_REDIS_URL is not set: the replicas-on-one-Redis tests are skipped (e.g. SWITCHYARD_TEST_REDIS_URL=redis://127.0.0.1:6379/0)")
 	}
-	r, err := admission.OpenRedis(url, admission.RedisOptions{Prefix: prefix, Timeout: 2 * time.Second})
+	r, err := admission.OpenRedis(url, admission.RedisOptions{Prefix: prefix, Timeout: 2 * time.Second, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,8 @@ func startReplica(t *testing.T, admit admission.Store) *gateway {
 // (the reservation of serveModelCall), not per replica.
 func TestReplicasShareLimits(t *testing.T) {
 	p := freshPrefix(t)
-	a := startReplica(t, redisStore(t, p))
-	b := startReplica(t, redisStore(t, p))
+	a := startReplica(t, redisStore(t, p, nil))
+	b := startReplica(t, redisStore(t, p, nil))
 	for i, g := range []*gateway{a, b} {
 		if resp, body := postKey(t, g, oaSurface, "sk-rpm2", limitBody(oaSurface, false)); resp.StatusCode != 200 {
 			t.Fatalf("replica %d: %d %s", i, resp.StatusCode, body)
@@ -180,5 +180,35 @@ func TestRestartGrantsNoBudget(t *testing.T) {
 	}
 	if u, _ := b.Admission.Usage(t.Context(), budget); u.SpentMicroUSD != 2*spent {
 		t.Fatalf("spend after the restart = %d, want %d (the %d before it, read from the ledger, and this request's)", u.SpentMicroUSD, 2*spent, spent)
+	}
+}
+
+// TestReplicasSharePauses: R-CIRCUIT-4 across replicas (issue 10 scope 3): a provider that
+// answers one replica with a 429 and a retry-after is skipped by the other replica's routing
+// too, through the pause it reads from its local copy (no Redis call when planning); circuits
+// stay per replica.
+func TestReplicasSharePauses(t *testing.T) {
+	p := freshPrefix(t)
+	// The gateways' clocks start at the same instant and stay there; the stores read it too.
+	fixed := func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) }
+	sa, sb := redisStore(t, p, fixed), redisStore(t, p, fixed)
+	a := startReplica(t, sa)
+	b := startReplica(t, sb)
+	a.Fakes["oa-primary"].Script(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 429, RetryAfter: 20})
+	if resp, body := postKey(t, a, oaSurface, "sk-free", limitBody(oaSurface, false)); resp.StatusCode != 200 {
+		t.Fatalf("replica a: %d %s (the 429 fails over)", resp.StatusCode, body)
+	}
+	waitFor(t, func() bool { return b.Srv.Circuits().Open("openai", "oa-primary", "gpt-4o-mini") })
+	if resp, body := postKey(t, b, oaSurface, "sk-free", limitBody(oaSurface, false)); resp.StatusCode != 200 {
+		t.Fatalf("replica b: %d %s", resp.StatusCode, body)
+	}
+	if n := b.Fakes["oa-primary"].Hits(); n != 0 {
+		t.Errorf("replica b sent %d requests to the paused provider", n)
+	}
+	if n := b.Fakes["oa-backup"].Hits(); n != 1 {
+		t.Errorf("replica b's backup saw %d requests, want 1", n)
+	}
+	if st := b.Srv.Circuits().States(); len(st) != 2 || st[0].Deployment != "oa-backup" {
+		t.Errorf("replica b's circuits %+v: only its own attempt's (circuits are not shared)", st)
 	}
 }

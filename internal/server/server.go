@@ -247,6 +247,11 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 			return nil, err
 		}
 	}
+	if ps, ok := s.admit.(pauseSharer); ok {
+		// Provider pauses (upstream 429s) reach every replica through the shared store; routing
+		// reads the local copy only (R-CIRCUIT-4). Circuits stay per replica.
+		s.circuits.OnPause(ps.PublishPause)
+	}
 	accounts := accountLimits(cfg.Accounts)
 	s.acctLayers = make(map[string][]admission.Layer, len(accounts))
 	for id, l := range accounts {
@@ -312,6 +317,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if r, ok := s.admit.(interface{ Run(context.Context) error }); ok {
 		parts = append(parts, r.Run) // the Redis store: lease renewal and retried ends
 	}
+	if ps, ok := s.admit.(pauseSharer); ok {
+		parts = append(parts, func(ctx context.Context) error { return ps.SharePauses(ctx, s.circuits.PauseUntil) })
+	}
 	if s.ledger != nil {
 		parts = append(parts, s.ledger.Run, s.cache.Run)
 	}
@@ -337,6 +345,13 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	return first
+}
+
+// pauseSharer is a shared admission store that carries provider pauses between replicas
+// (admission.Redis).
+type pauseSharer interface {
+	PublishPause(provider string, until time.Time)
+	SharePauses(ctx context.Context, apply func(provider string, until time.Time)) error
 }
 
 // Admission exposes the admission store (for observability and tests).
