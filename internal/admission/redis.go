@@ -86,6 +86,7 @@ type Redis struct {
 	mu      sync.Mutex
 	live    map[*redisHold]struct{} // holds whose leases Run renews
 	pending []*redisHold            // ends that failed, retried by Run
+	unseed  []string                // seeds to drop once Redis answers (a credit it missed)
 }
 
 // OpenRedis connects to the Redis of url (redis:// or rediss://, go-redis's ParseURL) with
@@ -601,11 +602,21 @@ func (r *Redis) Balance(ctx context.Context, accountID string) (Balance, error) 
 	return Balance{Seeded: true, BalanceMicroUSD: n(4), ReservedMicroUSD: n(3)}, nil
 }
 
-// Credit implements [Store.Credit]: one INCRBY when the balance is seeded.
+// Credit implements [Store.Credit]: one INCRBY when the balance is seeded. When Redis does not
+// answer, the balance's seed is dropped as soon as it does (Run retries), so that the next
+// prepaid request reseeds it from the store, which has the credit: a credit is never lost from
+// the shared balance. (An INCRBY whose reply was lost may then be counted by the reseed only.)
 func (r *Redis) Credit(ctx context.Context, accountID string, deltaMicroUSD int64) error {
-	_, err := r.run(ctx, creditScript, []string{r.creditBase(accountID) + ":bal"}, deltaMicroUSD)
+	key := r.creditBase(accountID) + ":bal"
+	_, err := r.run(ctx, creditScript, []string{key}, deltaMicroUSD)
 	if errors.Is(err, redis.Nil) {
 		return nil
+	}
+	if err != nil {
+		r.failed(err)
+		r.mu.Lock()
+		r.unseed = append(r.unseed, key)
+		r.mu.Unlock()
 	}
 	return err
 }
@@ -711,15 +722,33 @@ func (r *Redis) queueEnd(h *redisHold) {
 	r.pending = append(r.pending, h)
 }
 
-// PendingEnds returns how many ended holds wait for Redis to apply their end (Run retries them).
+// PendingEnds returns how many ended holds and missed credits wait for Redis to apply them (Run
+// retries them).
 func (r *Redis) PendingEnds() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.pending)
+	return len(r.pending) + len(r.unseed)
 }
 
-// retryEnds retries the ends that failed, oldest first, stopping at the first failure.
+// retryEnds drops the seeds of credits Redis missed, then retries the ends that failed, oldest
+// first, stopping at the first failure.
 func (r *Redis) retryEnds(ctx context.Context) {
+	r.mu.Lock()
+	keys := r.unseed
+	r.unseed = nil
+	r.mu.Unlock()
+	if len(keys) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+		err := r.rdb.Del(cctx, keys...).Err()
+		cancel()
+		if err != nil {
+			r.failed(err)
+			r.mu.Lock()
+			r.unseed = append(r.unseed, keys...)
+			r.mu.Unlock()
+			return
+		}
+	}
 	for {
 		r.mu.Lock()
 		if len(r.pending) == 0 {

@@ -226,18 +226,16 @@ func TestRedisDegraded(t *testing.T) {
 	}
 }
 
-// TestRedisStopAndRestart: a Redis started by the test and stopped under the store: metered
-// requests fail closed while it is down, unmetered ones open; once it is back (empty: it saved
-// nothing) the counters are reseeded from the ledger and holds that ended during the outage
-// are applied by Run's retry.
-func TestRedisStopAndRestart(t *testing.T) {
+// ownRedis returns the address of a Redis of the test's own (saving nothing) and a function
+// that starts it; it skips the test when redis-server is not installed.
+func ownRedis(t *testing.T) (string, func() *exec.Cmd) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server is not installed: the stop-and-restart test needs its own Redis")
+		t.Skip("redis-server is not installed: this test needs a Redis of its own")
 	}
 	addr := closedPort(t)
 	_, port, _ := net.SplitHostPort(addr)
-	start := func() *exec.Cmd {
+	return addr, func() *exec.Cmd {
 		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -253,6 +251,62 @@ func TestRedisStopAndRestart(t *testing.T) {
 		t.Fatal("redis-server did not start")
 		return nil
 	}
+}
+
+// TestRedisCreditDuringOutage: a credit the shared balance could not take (Redis paused) is
+// not lost: once Redis answers, the balance's seed is dropped and the next prepaid request
+// reseeds it from the store, which has the credit.
+func TestRedisCreditDuringOutage(t *testing.T) {
+	addr, start := ownRedis(t)
+	cmd := start()
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	led := admissiontest.NewLedger()
+	led.Credit("acct", 1000)
+	r := openRedis(t, "redis://"+addr+"/0", "sy:", admission.RedisOptions{Seeder: led, Timeout: 100 * time.Millisecond})
+	ctx := context.Background()
+	req := admission.Request{CreditAccount: "acct", ReserveMicroUSD: 1000}
+	h, err := r.Acquire(ctx, req) // seeds 1000
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Release()
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "1000", "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	led.Credit("acct", 5000) // the store of accounts committed it
+	if err := r.Credit(ctx, "acct", 5000); err == nil {
+		t.Fatal("the credit reached a paused Redis")
+	}
+	if r.PendingEnds() != 1 {
+		t.Fatalf("pending %d, want the missed credit", r.PendingEnds())
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(rctx) }()
+	for deadline := time.Now().Add(10 * time.Second); r.PendingEnds() > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	time.Sleep(1100 * time.Millisecond) // past the second the store skips Redis after a failure
+	h, err = r.Acquire(ctx, admission.Request{CreditAccount: "acct", ReserveMicroUSD: 6000})
+	if err != nil {
+		t.Fatalf("the credit was lost from the shared balance: %v", err)
+	}
+	h.Release()
+	if bl, _ := r.Balance(ctx, "acct"); bl.BalanceMicroUSD != 6000 {
+		t.Errorf("balance %+v, want 6000", bl)
+	}
+}
+
+// TestRedisStopAndRestart: a Redis started by the test and stopped under the store: metered
+// requests fail closed while it is down, unmetered ones open; once it is back (empty: it saved
+// nothing) the counters are reseeded from the ledger and holds that ended during the outage
+// are applied by Run's retry.
+func TestRedisStopAndRestart(t *testing.T) {
+	addr, start := ownRedis(t)
 	cmd := start()
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
 
