@@ -52,8 +52,9 @@ func cmdInit(args []string, out io.Writer) error {
 Next:
   export SWITCHYARD_API_KEY=$(openssl rand -hex 24)   # the key your apps will send
   export OPENAI_API_KEY=sk-... ANTHROPIC_API_KEY=sk-ant-...
-  switchyard check%[2]s                    # validate it
-  switchyard serve%[2]s                    # run it; after an edit: switchyard reload
+  switchyard check%[2]s                                # validate it
+  switchyard serve%[2]s --pid-file switchyard.pid      # run it
+  switchyard reload --pid-file switchyard.pid        # after an edit (or: kill -HUP PID)
 `, *file, flag)
 	return nil
 }
