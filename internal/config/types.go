@@ -38,6 +38,10 @@ type Server struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// ShutdownGrace is how long in-flight requests may finish after SIGTERM (default 30s).
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// Name is the gateway's own name (default "switchyard"): the provider a closed dedicated
+	// endpoint (public_fallback: false) shows in x-switchyard-provider and provider_metadata,
+	// whichever route served (seed 000; issue 11 item 7).
+	Name string `yaml:"name"`
 }
 
 // Store selects the embedded or shared store: sqlite://REL, sqlite:///ABS, postgres://...

@@ -101,6 +101,9 @@ func (v *validator) server(s *Server) {
 	if s.ShutdownGrace < 0 {
 		v.add("server.shutdown_grace", "must not be negative, got %s", s.ShutdownGrace)
 	}
+	if s.Name != "" {
+		v.token("server.name", s.Name)
+	}
 }
 
 func validPort(p string) bool {

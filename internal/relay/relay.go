@@ -61,6 +61,10 @@ type Request struct {
 	// AttemptLimit caps the physical attempts of the request over all plans (R-FAIL-10); 0 is
 	// unlimited.
 	AttemptLimit int
+	// GatewayProvider is the gateway's own name (config server.name), the provider that a
+	// closed dedicated endpoint shows in x-switchyard-provider and provider_metadata (issue 11
+	// item 7, metadata.go); nil: the deployment's provider always.
+	GatewayProvider []string
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -481,6 +485,9 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	} else {
 		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.echo)
 	}
+	if err == nil {
+		out = r.appendProviderMetadata(out) // served-by in the body (metadata.go)
+	}
 	r.sc.out = out
 	if err != nil {
 		return err
@@ -666,7 +673,7 @@ func (r *attemptRun) commit(stream bool) {
 	}
 	dh := r.headers
 	h["X-Switchyard-Deployment"] = dh.name
-	h["X-Switchyard-Provider"] = dh.provider
+	h["X-Switchyard-Provider"] = r.providerHeader()
 	h["X-Switchyard-Upstream-Model"] = []string{r.upName}
 	h["X-Switchyard-Attempts"] = attemptsValue(r.total)
 	if r.echo != r.req.Info.Model { // a fallback model served (R-FAIL-8, contract.md)

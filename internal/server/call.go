@@ -90,7 +90,8 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	}
 	defer res.Release() // a panic in the relay still frees the slot, the reserve and the ledger's
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
-		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens}
+		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
+		GatewayProvider: s.gatewayProvider}
 	p := &cs.plan
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}

@@ -144,6 +144,7 @@ func TestAliasSentUpstreamAsTarget(t *testing.T) {
 			if len(reqs) != before+1 || reqs[before].Model != tc.target {
 				t.Fatalf("%s %s: provider requests %d, last model %q, want %q", tc.d, tc.alias, len(reqs), reqs[len(reqs)-1].Model, tc.target)
 			}
+			b = withoutProviderMetadata(t, b, stream, tc.target) // R-AUDIT-1: the served id is reported there only
 			if strings.Contains(string(b), `"`+tc.target+`"`) || !strings.Contains(string(b), `"`+tc.alias+`"`) {
 				t.Errorf("%s stream=%v: caller sees the target id or not its own: %s", tc.d, stream, b)
 			}
@@ -238,6 +239,7 @@ deployments:
 			if got := reqs[len(reqs)-1].Model; got != tc.upstream {
 				t.Errorf("%s: provider received %q, want %q", tc.d, got, tc.upstream)
 			}
+			b = withoutProviderMetadata(t, b, stream, tc.upstream)
 			if strings.Contains(string(b), tc.upstream) {
 				t.Errorf("%s stream=%v: the upstream id leaked into the body: %s", tc.d, stream, b)
 			}
@@ -302,4 +304,20 @@ func TestNGreaterThanOneRefused(t *testing.T) {
 	if _, err := oc.Chat.Completions.New(ctx, params); err != nil {
 		t.Fatalf("n=1: %v", err)
 	}
+}
+
+// withoutProviderMetadata checks that a non-stream body reports the upstream id it was served
+// by in provider_metadata.actual_model (R-AUDIT-1, issue 11 item 8) and returns the body without
+// that member, for the checks that no upstream id is echoed anywhere else (R-MODEL-6). Stream
+// bodies are returned as they are.
+func withoutProviderMetadata(t *testing.T, b []byte, stream bool, upstream string) []byte {
+	t.Helper()
+	if stream {
+		return b
+	}
+	pm := gjson.GetBytes(b, "provider_metadata")
+	if got := pm.Get("actual_model").String(); got != upstream {
+		t.Errorf("provider_metadata %s, want actual_model %q", pm.Raw, upstream)
+	}
+	return []byte(strings.Replace(string(b), `"provider_metadata":`+pm.Raw, "", 1))
 }

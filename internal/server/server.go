@@ -19,6 +19,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -142,6 +143,9 @@ type Server struct {
 	// store.reload_interval, the pace of its poll.
 	routable    *routableState // shared by the snapshots of one gateway (Reload)
 	reloadEvery time.Duration
+	// gatewayProvider is server.name (default "switchyard") as a header value: the provider a
+	// closed dedicated endpoint names (relay.Request.GatewayProvider).
+	gatewayProvider []string
 }
 
 type staticKey struct {
@@ -209,6 +213,7 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 		attemptLimit: max(cfg.Routing.AttemptLimit, 0),
 		reloadEvery:  cfg.Store.ReloadInterval.D(),
 	}
+	s.gatewayProvider = []string{cmp.Or(cfg.Server.Name, "switchyard")}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
