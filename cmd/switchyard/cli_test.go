@@ -137,9 +137,16 @@ func TestInit(t *testing.T) {
 		t.Fatalf("init wrote %q, %v", data, err)
 	}
 	t.Setenv("SWITCHYARD_API_KEY", "k-0123456789abcdef")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	os.Unsetenv("ANTHROPIC_API_KEY")
 	code, out, errOut = runCLI(t, dir, "check")
 	if code != 0 || !strings.Contains(out, "switchyard.yaml: ok (7 models, 2 deployments)") {
 		t.Fatalf("check of the starter file: %d %q %q", code, out, errOut)
+	}
+	// A provider key left unset is worth a warning: that deployment's requests would fail.
+	if !strings.Contains(out, "warning: deployment anthropic has no API key: ANTHROPIC_API_KEY is not set") || strings.Contains(out, "deployment openai has no") {
+		t.Errorf("check does not warn (only) about the unset provider key:\n%s", out)
 	}
 	os.WriteFile(filepath.Join(dir, "switchyard.yaml"), []byte("# mine\n"), 0o600)
 	code, _, errOut = runCLI(t, dir, "init")

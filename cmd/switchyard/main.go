@@ -200,6 +200,12 @@ func checkConfig(cfg *config.Config, name string, warn func(string)) (*catalog.C
 	if !cfg.AuthRequired() && !isLoopback(cfg.Server.Listen) {
 		warn(fmt.Sprintf("%s: warning: auth.required is false and server.listen %q is not a loopback address", name, cfg.Server.Listen))
 	}
+	for i, d := range cfg.Deployments {
+		// (The built-in catalog's keyless deployments are emulated by serve instead.)
+		if v, unset := cfg.UnsetVar(fmt.Sprintf("deployments[%d].api_key", i)); unset && d.APIKey == "" && name != builtinName {
+			warn(fmt.Sprintf("%s: warning: deployment %s has no API key: %s is not set, so the provider will refuse its requests", name, d.Name, v))
+		}
+	}
 	if cfg.Admin.Token != "" && cfg.Store.SecretKey == "" {
 		warn(fmt.Sprintf("%s: warning: store.secret_key is empty: BYOK connections' API keys are stored in the clear", name))
 	}

@@ -542,3 +542,8 @@ func (v *validator) accounts(accounts []Account) {
 		v.limits(p+".limits", &a.Limits)
 	}
 }
+
+// UnsetVar reports the environment variable behind the credential at path (e.g.
+// "deployments[0].api_key") when the file wrote it exactly as ${VAR}, VAR was unset, and the
+// credential was left empty; false otherwise (a Config built in Go included).
+func (c *Config) UnsetVar(path string) (string, bool) { return c.pos.unsetVarAt(path) }
