@@ -383,7 +383,10 @@ func (s *Server) Close() {
 // written; after a model call's response started (relay.Answered) nothing is added to it (the
 // relay ends a running stream with its terminal error event itself).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.live.Load().serveHTTP(w, r)
+	if s.live != nil { // nil only for a Server not built by New (package tests)
+		s = s.live.Load()
+	}
+	s.serveHTTP(w, r)
 }
 
 // serveHTTP is ServeHTTP on snapshot s.
