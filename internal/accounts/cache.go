@@ -192,7 +192,7 @@ func (c *Cache) PutAccount(a *Account) {
 func (c *Cache) AddBalance(accountID string, deltaMicroUSD int64) {
 	c.mu.Lock()
 	if e := c.accts[accountID]; e != nil {
-		e.balance += deltaMicroUSD
+		e.balance = admission.AddSat(e.balance, deltaMicroUSD)
 	}
 	c.mu.Unlock()
 }

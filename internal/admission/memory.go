@@ -128,7 +128,7 @@ func (m *Memory) try(req *Request) (Hold, *seedNeed, error) {
 		if cr == nil || !cr.seeded {
 			return nil, &seedNeed{account: req.CreditAccount}, nil
 		}
-		if avail := cr.balance - cr.reserved; reserve > avail || avail <= 0 {
+		if avail := SubSat(cr.balance, cr.reserved); reserve > avail || avail <= 0 {
 			return nil, nil, overCredit(reserve, avail)
 		}
 	}
@@ -157,12 +157,12 @@ func (m *Memory) try(req *Request) (Hold, *seedNeed, error) {
 	for _, c := range h.layers[:h.n] {
 		c.window = append(c.window, entry{id: h.id, at: at, tokens: tokens, req: true})
 		c.requests++
-		c.tokens += tokens
+		c.tokens = AddSat(c.tokens, tokens)
 		c.inFlight++
-		c.reserved += reserve
+		c.reserved = AddSat(c.reserved, reserve)
 	}
 	if cr != nil {
-		cr.reserved += reserve
+		cr.reserved = AddSat(cr.reserved, reserve)
 	}
 	return h, nil, nil
 }
@@ -239,7 +239,7 @@ func (m *Memory) Credit(_ context.Context, accountID string, deltaMicroUSD int64
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cr := m.accounts[accountID]; cr != nil && cr.seeded {
-		cr.balance += deltaMicroUSD
+		cr.balance = AddSat(cr.balance, deltaMicroUSD)
 	}
 	return nil
 }
@@ -308,14 +308,14 @@ func (c *counters) check(l *Layer, tokens, reserve int64, now time.Time) error {
 		return rateLimited(l, KindRPM, lim.RPM, c.untilOldest(now))
 	}
 	// A charge larger than the whole limit fits an empty window only (doc.go).
-	if lim.TPM > 0 && c.tokens+tokens > lim.TPM && c.tokens > 0 {
+	if lim.TPM > 0 && AddSat(c.tokens, tokens) > lim.TPM && c.tokens > 0 {
 		return rateLimited(l, KindTPM, lim.TPM, c.untilOldest(now))
 	}
 	if lim.Concurrency > 0 && c.inFlight+1 > lim.Concurrency {
 		return rateLimited(l, KindConcurrency, lim.Concurrency, time.Second)
 	}
 	if b := lim.BudgetMicroUSD; b > 0 {
-		if remaining := b - c.spent - c.reserved; reserve > remaining || remaining <= 0 {
+		if remaining := SubSat(SubSat(b, c.spent), c.reserved); reserve > remaining || remaining <= 0 {
 			return overBudget(l, reserve, remaining)
 		}
 	}
@@ -368,24 +368,24 @@ func (h *memHold) end(settled bool, actualTokens, cost int64) {
 			newTokens = actualTokens
 		}
 		if e := c.find(h.id); e != nil { // still in the window: replace the charge
-			c.tokens += newTokens - e.tokens
+			c.tokens = AddSat(c.tokens, newTokens-e.tokens)
 			e.tokens = newTokens
 		} else if settled && actualTokens > h.tokens { // it left: charge only what the estimate missed
 			h.m.seq++
 			c.window = append(c.window, entry{id: h.m.seq, at: now.UnixNano(), tokens: actualTokens - h.tokens})
-			c.tokens += actualTokens - h.tokens
+			c.tokens = AddSat(c.tokens, actualTokens-h.tokens)
 		}
 		if settled && h.budget[i] {
 			c.roll(c.kind, now)
 			if c.seeded { // else its seed, read from the ledger, will include this settle
-				c.spent += cost
+				c.spent = AddSat(c.spent, cost)
 			}
 		}
 	}
 	if cr := h.credit; cr != nil {
 		cr.reserved -= h.reserve
 		if settled {
-			cr.balance -= cost
+			cr.balance = SubSat(cr.balance, cost)
 		}
 	}
 }

@@ -40,6 +40,9 @@ type Codec interface {
 	// appendStreamDone appends the dialect's normal end of a same-dialect stream (`data: [DONE]`,
 	// message_stop), for a provider that sent its finish and closed without it.
 	appendStreamDone(dst []byte) []byte
+	// isOpenAI says the codec's dialect is OpenAI chat completions (the deployment dialect of
+	// an OpenAI deployment).
+	isOpenAI() bool
 }
 
 // ResponsesCodec is the codec of the OpenAI Responses surface: every deployment serves it
@@ -84,6 +87,8 @@ func (responsesCodec) encodeStreamError(t *translation, dst []byte, fe *failure.
 func (openaiCodec) encodeStreamError(_ *translation, dst []byte, fe *failure.Error, rid string) []byte {
 	return openai.AppendStreamError(dst, fe, rid)
 }
+func (openaiCodec) isOpenAI() bool                     { return true }
+func (anthropicCodec) isOpenAI() bool                  { return false }
 func (openaiCodec) appendStreamDone(dst []byte) []byte { return append(dst, "data: [DONE]\n\n"...) }
 func (anthropicCodec) appendStreamDone(dst []byte) []byte {
 	return append(dst, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)

@@ -175,7 +175,7 @@ func runGolden(t *testing.T, dir string, callerD, upD catalog.Dialect, upstreamM
 	var tr translation
 	tr.reset()
 	req := &Request{ID: goldenRequestID, Surface: callerD, Codec: caller, Body: body, Info: info}
-	out, dropped, err := tr.appendBody(nil, req, up, upstreamModel, cfg.MaxOutputTokens, cfg.Reasoning == nil || *cfg.Reasoning)
+	out, dropped, err := tr.appendBody(nil, req, up, upstreamModel, cfg.MaxOutputTokens, 0, cfg.Reasoning == nil || *cfg.Reasoning)
 	if err != nil {
 		checkRefusal(t, dir, caller, err)
 		return

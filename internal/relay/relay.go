@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
@@ -65,6 +66,13 @@ type Request struct {
 	// closed dedicated endpoint shows in x-switchyard-provider and provider_metadata (issue 11
 	// item 7, metadata.go); nil: the deployment's provider always.
 	GatewayProvider []string
+	// CapOutput holds a metered request (one that reserves money, R-BILL-1) to its reserve's
+	// output basis: when the caller set no output cap, each attempt's upstream request carries
+	// the basis of its model (admission.OutputTokens: the model's max_output_tokens, else 4096)
+	// as max_completion_tokens on an OpenAI deployment (an Anthropic request always carries
+	// max_tokens, defaulted to the same basis), so that the provider cannot bill more output
+	// than was reserved (docs/limits.md).
+	CapOutput bool
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -219,6 +227,9 @@ type attemptRun struct {
 	// frames counts the semantic frames written to the caller: the output-token estimate of a
 	// stream that ends without a usage report (one token per delta).
 	frames int
+	// estimated says a committed non-stream answer had no usage report: its usage is the
+	// estimate of complete.
+	estimated bool
 	// up is the deployment's dialect codec; cross says it differs from the caller's.
 	up    Codec
 	cross bool
@@ -264,6 +275,10 @@ chain:
 			mres, mp, echo = &fb.Resolution, fb.Plan, fb.Resolution.Requested
 		}
 		maxOut := int64(mres.Model.MaxOutputTokens)
+		var capOut int64 // the output cap a metered request sends when its caller set none
+		if req.CapOutput && req.Protocol == catalog.ProtocolModel && req.Info.MaxTokens == 0 {
+			capOut = admission.OutputTokens(0, maxOut)
+		}
 		before := len(res.Attempts)
 		for i := range mp.Candidates {
 			if req.AttemptLimit > 0 && len(res.Attempts) >= req.AttemptLimit {
@@ -282,13 +297,16 @@ chain:
 			var dropped []string
 			if cross {
 				var err error
-				sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut, mres.Model.Reasoning)
+				sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut, capOut, mres.Model.Reasoning)
 				if err != nil {
 					if firstRejection == nil {
 						firstRejection = err
 					}
 					continue
 				}
+			} else if capOut > 0 && dep.Dialect != catalog.Anthropic && !hasOutputCap(req.Body) {
+				sc.out = req.Codec.AppendUpstreamBody(sc.out[:0], req.Body, &req.Info, upName)
+				sc.body = appendOutputCap(sc.body[:0], sc.out, capOut)
 			} else {
 				sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
 			}
@@ -470,6 +488,25 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	return rl.pump(ctx, r, call)
 }
 
+// hasOutputCap reports whether an OpenAI chat body sets an output cap itself (a 0 included).
+func hasOutputCap(body []byte) bool {
+	return dialect.Get(body, "max_completion_tokens").Exists() || dialect.Get(body, "max_tokens").Exists()
+}
+
+// appendOutputCap appends the JSON object body with "max_completion_tokens": n as its first
+// member; every other byte is body's.
+func appendOutputCap(dst, body []byte, n int64) []byte {
+	open := bytes.IndexByte(body, '{')
+	if open < 0 {
+		return append(dst, body...)
+	}
+	dst = append(dst, body[:open+1]...)
+	dst = append(dst, `"max_completion_tokens":`...)
+	dst = strconv.AppendInt(dst, n, 10)
+	dst = append(dst, ',')
+	return append(dst, body[open+1:]...)
+}
+
 // complete reads a non-stream response whole, then commits it.
 func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Call) error {
 	b, err := readLimited(r.sc.resp[:0], call.Body, maxResponseBody)
@@ -492,6 +529,12 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	if err != nil {
 		return err
 	}
+	if !seen {
+		// No usage report (R-BILL-2): input from the request estimate, output from the answer's
+		// text by the same bytes/4 estimate, marked estimated; never billed 0.
+		usage = dialect.Usage{Input: int64(r.req.InputTokens), Output: estimateOutput(r.up, b)}
+		r.estimated = true
+	}
 	ms := msSince(r.a.DispatchedAt, time.Now())
 	r.a.FirstTokenMS = &ms
 	r.commit(false)
@@ -504,6 +547,26 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 		r.res.Class = failure.Cancelled
 	}
 	return nil
+}
+
+// estimateOutput is the output-token estimate of a non-stream answer body of the codec's
+// dialect without a usage report: the bytes of its text, reasoning, refusal and tool-call
+// arguments divided by 4 (the gateway's input estimate uses the same ratio), at least 1 when
+// the answer has any.
+func estimateOutput(up Codec, body []byte) int64 {
+	resp, err := up.DecodeResponse(body)
+	if err != nil || resp == nil {
+		return 0
+	}
+	n := 0
+	for i := range resp.Parts {
+		p := &resp.Parts[i]
+		n += len(p.Text) + len(p.Arguments) + len(p.ToolName)
+	}
+	if n == 0 {
+		return 0
+	}
+	return int64(max((n+3)/4, 1))
 }
 
 // pump reads the upstream stream. Before commit it holds lifecycle frames and fails over on any
@@ -687,10 +750,13 @@ func (r *attemptRun) commit(stream bool) {
 // provider's preamble or the gateway's estimate of the request, output one token per delta
 // written — marked "estimated", so a cut or cancelled stream is never billed at zero.
 func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
+	u = saturateUsage(u)
 	r.a.UsageProvenance = audit.ProvenanceObserved
 	if !seen {
 		r.a.UsageProvenance = audit.ProvenanceUnknown
-		if r.frames > 0 {
+		if r.estimated {
+			r.a.UsageProvenance = audit.ProvenanceEstimated
+		} else if r.frames > 0 {
 			if u.Input == 0 && u.Cached == 0 && u.CacheWrite == 0 {
 				u.Input = int64(r.req.InputTokens)
 			}
@@ -701,6 +767,19 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 	r.res.Usage = u
 	r.a.Tokens = audit.Tokens(u)
 	r.a.CostUSD = costUSD(u, r.a.Price)
+}
+
+// MaxUsageTokens bounds each provider-reported token count (2^60): absurd reports saturate
+// there, and a negative one counts 0, so that no sum of usage (the tokens a limit settles, the
+// cost) can overflow or refund.
+const MaxUsageTokens = 1 << 60
+
+// saturateUsage clamps every count of u to [0, MaxUsageTokens].
+func saturateUsage(u dialect.Usage) dialect.Usage {
+	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.Output, &u.Reasoning} {
+		*v = min(max(*v, 0), MaxUsageTokens)
+	}
+	return u
 }
 
 // BillingBYOK is the billing_source of an attempt on a caller's own connection (R-POLICY,
@@ -730,7 +809,8 @@ func costUSD(u dialect.Usage, p *audit.PriceSnapshot) float64 {
 	if p == nil {
 		return 0
 	}
-	micro := float64(u.Input+u.Cached+u.CacheWrite)*p.InputPerMTokUSD + float64(u.Output)*p.OutputPerMTokUSD
+	// Each count converted on its own: a sum of huge counts cannot wrap before the conversion.
+	micro := (float64(u.Input)+float64(u.Cached)+float64(u.CacheWrite))*p.InputPerMTokUSD + float64(u.Output)*p.OutputPerMTokUSD
 	return math.Round(micro) / 1e6
 }
 

@@ -44,6 +44,7 @@ type rig struct {
 	circuits *circuit.Set
 	rl       *relay.Relay
 	calls    map[string]*int
+	bodies   map[string][]byte // the last upstream request body of each deployment
 	mu       sync.Mutex
 	closers  []func()
 }
@@ -83,7 +84,7 @@ func newRig(t *testing.T, deps []dep, opts rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &rig{t: t, cat: cat, calls: map[string]*int{}}
+	g := &rig{t: t, cat: cat, calls: map[string]*int{}, bodies: map[string][]byte{}}
 	g.circuits = circuit.NewSet(opts.circuit, opts.circuit)
 	clients := map[string]*upstream.Client{}
 	for _, d := range all {
@@ -92,11 +93,13 @@ func newRig(t *testing.T, deps []dep, opts rigOptions) *rig {
 		n := new(int)
 		g.calls[d.name] = n
 		hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.Copy(io.Discard, r.Body)
+			b, _ := io.ReadAll(r.Body)
 			g.mu.Lock()
 			k := *n
 			*n++
+			g.bodies[d.name] = b
 			g.mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
 			if d.play == nil {
 				t.Errorf("deployment %s was called", d.name)
 				w.WriteHeader(http.StatusInternalServerError)
@@ -123,6 +126,13 @@ func (g *rig) close() {
 	for _, c := range g.closers {
 		c()
 	}
+}
+
+// body is the last upstream request body deployment name received.
+func (g *rig) body(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return string(g.bodies[name])
 }
 
 // callsTo is the number of requests deployment name received.

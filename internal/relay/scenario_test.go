@@ -2,12 +2,16 @@ package relay_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/admission"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/circuit"
@@ -357,6 +361,53 @@ var scenarios = []scenario{
 			}
 		},
 	},
+	// R-BILL-2: a committed non-stream answer without a usage report is estimated, not billed 0.
+	{
+		name:      "non-stream answer without usage is estimated",
+		nonStream: true,
+		deps:      []dep{oa("a", jsonBody(oaCompletionNoUsage))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			usageIs(t, res, 10, 12, audit.ProvenanceEstimated) // 48 bytes of text / 4
+			if res.Attempts[0].CostUSD <= 0 {
+				t.Fatalf("cost %v", res.Attempts[0].CostUSD)
+			}
+		},
+	},
+	{
+		name:      "non-stream answer without usage is estimated, translated",
+		nonStream: true,
+		surface:   catalog.Anthropic,
+		deps:      []dep{oa("a", jsonBody(oaCompletionNoUsage))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			usageIs(t, res, 10, 12, audit.ProvenanceEstimated)
+		},
+	},
+	{
+		name:      "non-stream answer with usage is observed",
+		nonStream: true,
+		deps:      []dep{oa("a", jsonBody(oaCompletion))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			usageIs(t, res, 7, 5, audit.ProvenanceObserved)
+		},
+	},
+	// Saturating money: absurd reported usage saturates (relay.MaxUsageTokens), never wraps.
+	{
+		name: "absurd reported usage saturates",
+		deps: []dep{oa("a", sse(oaRole, oaText("Hi"), oaFinish, oaUsage(1<<62, 1<<62), oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "a", 1)
+			a := res.Attempts[0]
+			if a.Tokens.Input != relay.MaxUsageTokens || a.Tokens.Output != relay.MaxUsageTokens || a.CostUSD <= 0 {
+				t.Fatalf("attempt %+v", a)
+			}
+			if sum := res.Usage.Input + res.Usage.Cached + res.Usage.CacheWrite + res.Usage.Output; sum <= 0 {
+				t.Fatalf("the settled token sum wraps: %d", sum)
+			}
+		},
+	},
 }
 
 // TestScenarios runs the attempt loop's table (R-FAIL-1..11, R-CIRCUIT-5, R-BILL-2): each row in
@@ -518,4 +569,74 @@ func TestShutdownBetweenAttemptsIsA503(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A metered request (Request.CapOutput) whose caller set no output cap is held to its
+// reserve's basis: the upstream request carries the model's max_output_tokens (1000 here) on
+// an OpenAI deployment, same dialect or translated; an Anthropic deployment gets it as its
+// max_tokens default. A provider that honours it cannot bill more output than was reserved.
+// A caller's own cap, or an unmetered request, is forwarded unchanged.
+func TestMeteredRequestHeldToItsReserve(t *testing.T) {
+	// honest writes as much as it is allowed: 10^6 tokens unless the request caps it.
+	honest := func(w http.ResponseWriter, r *http.Request, n int) {
+		out := int64(1_000_000)
+		if v := gjson.GetBytes(mustBody(r), "max_completion_tokens"); v.Exists() {
+			out = v.Int()
+		}
+		sse(oaRole, oaText("Hi"), oaFinish, oaUsage(10, int(out)), oaDone)(w, r, n)
+	}
+	for _, tc := range []struct {
+		name    string
+		surface catalog.Dialect
+		capped  bool
+		body    string // replaces the request body when set
+		want    string // in the upstream body
+		absent  string // not in the upstream body
+	}{
+		{"same dialect", catalog.OpenAI, true, "", `"max_completion_tokens":1000,`, ""},
+		{"translated from the Responses surface", catalog.Responses, true, "", `"max_completion_tokens":1000`, ""},
+		{"caller's own cap kept", catalog.OpenAI, true, `{"model":"m","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`, `"max_tokens":50`, "max_completion_tokens"},
+		{"unmetered", catalog.OpenAI, false, "", "", "max_completion_tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRig(t, []dep{oa("a", honest)}, rigOptions{})
+				defer g.close()
+				req, p := g.request(catalog.OpenAI, true, false)
+				if tc.surface == catalog.Responses {
+					req.Surface, req.Codec = catalog.Responses, relay.ResponsesCodec()
+					req.Body = []byte(`{"model":"m","stream":true,"input":"hi"}`)
+				}
+				if tc.body != "" {
+					req.Body = []byte(tc.body)
+				}
+				info, err := req.Codec.ParseRequest(req.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Info, req.CapOutput = info, tc.capped
+				w := newRecorder()
+				res := g.run(context.Background(), w, req, p)
+				served(t, res, w, "a", 1)
+				up := g.body("a")
+				if (tc.want != "" && !strings.Contains(up, tc.want)) || (tc.absent != "" && strings.Contains(up, tc.absent)) || !gjson.Valid(up) {
+					t.Fatalf("upstream body %s", up)
+				}
+				if !tc.capped || tc.body != "" {
+					return
+				}
+				// The reserve of this request: input estimate x input price + basis x output price.
+				reserve := admission.CostMicroUSD(int64(req.InputTokens), 1000, 1, 2)
+				if cost := admission.MicroUSD(res.Attempts[0].CostUSD); cost > reserve {
+					t.Fatalf("cost %d micro-USD above the reserve %d", cost, reserve)
+				}
+			})
+		})
+	}
+}
+
+// mustBody is the upstream request body the rig read (it restores r.Body for the script).
+func mustBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(r.Body)
+	return b
 }

@@ -37,9 +37,10 @@ func (t *translation) reset() {
 // request, decoded once, encoded in the deployment's dialect. Unless the model accepts reasoning
 // parameters (reasoning, catalog.Model.Reasoning), the request's reasoning effort and thinking
 // budget are left out and listed as dropped under the caller's names. It returns the parameters
-// this attempt dropped. An error is a refusal to translate (a typed 400): the candidate is
+// this attempt dropped. capOut, when positive, is the output cap of a metered request whose
+// caller set none (Request.CapOutput), sent to an OpenAI deployment. An error is a refusal to translate (a typed 400): the candidate is
 // skipped.
-func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamModel string, maxOut int64, reasoning bool) ([]byte, []string, error) {
+func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamModel string, maxOut, capOut int64, reasoning bool) ([]byte, []string, error) {
 	if !t.decoded {
 		t.decoded = true
 		t.req, t.decErr = req.Codec.DecodeRequest(req.Body)
@@ -57,6 +58,13 @@ func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamMod
 		cp := *r
 		cp.Dropped = append(cp.Dropped, reasoningParams(req.Surface, r)...)
 		cp.ReasoningEffort, cp.ThinkingBudget, cp.ThinkingAdaptive = "", 0, false
+		r = &cp
+	}
+	if capOut > 0 && r.MaxTokens == 0 && up.isOpenAI() {
+		// A metered request without an output cap is held to its reserve's basis (an
+		// Anthropic request already defaults max_tokens to it).
+		cp := *r
+		cp.MaxTokens = capOut
 		r = &cp
 	}
 	out, err := up.AppendRequest(dst, r, upstreamModel, maxOut)

@@ -30,6 +30,8 @@ type callState struct {
 	fallbacks []relay.Fallback
 	// byok is scratch for the routes of the caller's own connections (byok.go).
 	byok []*catalog.Route
+	// metered says the request holds money (a budget or a prepaid balance): reserve sets it.
+	metered bool
 	// obs is what the metrics, the access log and the trace need beyond the audit record
 	// (observe.go).
 	obs callObs
@@ -89,9 +91,10 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		return
 	}
 	defer res.Release() // a panic in the relay still frees the slot, the reserve and the ledger's
+	// A request that holds money is held to its reserve's output basis (relay.Request.CapOutput).
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
-		GatewayProvider: s.gatewayProvider}
+		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered}
 	p := &cs.plan
 	out := s.relay.Run(r.Context(), w, &cs.req, p)
 	cs.req = relay.Request{}
@@ -125,6 +128,7 @@ func (s *Server) reserve(r *http.Request, cs *callState, pr *prepared, sf *surfa
 		req.Admission.Tokens, req.Admission.ReserveMicroUSD = charge(cs, pr, sf.protocol)
 		res, err = s.billing.Reserve(r.Context(), req)
 	}
+	cs.metered = req.Admission.Metered()
 	return res, req.Admission.ReserveMicroUSD, err
 }
 
