@@ -65,7 +65,7 @@ const (
 // kinds lists every Kind, in documentation order; used for validation and error messages.
 var kinds = []Kind{KindOK, KindStatus, KindReset, KindHang, KindHeadersHang, KindPreambleError,
 	KindCut, KindTruncate, KindStreamError, KindContentPolicy, KindContextOverflow,
-	KindSlowHeaders, KindGarbage, KindHTML502}
+	KindSlowHeaders, KindGarbage, KindHTML502, KindPingOnly, KindNoDone}
 
 // valid reports whether k is a known Kind.
 func (k Kind) valid() bool {

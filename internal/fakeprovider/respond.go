@@ -56,6 +56,9 @@ func (p *Provider) respond(w http.ResponseWriter, r *http.Request, req Request, 
 	fail := func(e apiError) error {
 		return writeError(w, p.dialect, e.override(p.dialect, b), rid, b.RetryAfter)
 	}
+	if handled, err := p.respondLifecycle(w, r, req, b); handled { // lifecycle.go
+		return err
+	}
 	switch b.Kind {
 	case KindStatus:
 		status := b.Status
