@@ -193,7 +193,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		if r == nil || r.Model == "" {
 			t.Fatalf("success without a model: %+v", r)
 		}
-		_, _ = responses.ParseRequest(body)
+		// The pass-through parser (routing) reads what the decoder reads.
+		info, err := responses.ParseRequest(body)
+		if err == nil && (info.Model != r.Model || info.Stream != r.Stream) {
+			t.Fatalf("ParseRequest read %q stream=%t, DecodeRequest %q stream=%t", info.Model, info.Stream, r.Model, r.Stream)
+		}
 	})
 }
 
