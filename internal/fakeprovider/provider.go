@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
 )
 
 // maxBodyBytes caps the request bodies the provider reads (Anthropic's own limit is 32 MB).
@@ -284,7 +285,7 @@ func (p *Provider) admit(w http.ResponseWriter, r *http.Request) (req Request, b
 	req = Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
 		Authorization: r.Header.Get("Authorization"), APIKey: r.Header.Get("X-Api-Key"), At: time.Now()}
 	var e *apiError
-	valid := err == nil && gjson.ValidBytes(body)
+	valid := err == nil && dialect.Valid(body) // depth-capped: gjson's validator recurses
 	if valid {
 		req.Model = gjson.GetBytes(body, "model").String()
 		req.Stream = gjson.GetBytes(body, "stream").Bool()
