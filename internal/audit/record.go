@@ -86,6 +86,34 @@ type Attempt struct {
 	// DroppedParams names the request fields accepted but not forwarded; JSON always an array
 	// ([] when nil or empty).
 	DroppedParams []string `json:"dropped_params"`
+	// UpstreamStatus is the provider's HTTP status (R-AUDIT-2, issue 11 item 5): 200 for an
+	// answer (a stream cut later included), the status of an error answer, 0 when no response
+	// came (a missed deadline, a reset, a transport failure, a cancellation before headers).
+	UpstreamStatus int `json:"upstream_status"`
+	// ErrorOrigin says who the failure of the attempt comes from (ErrorOriginOf, derived from
+	// ErrorCode; not stored): "upstream", "gateway", "caller", or "" on success.
+	ErrorOrigin string `json:"error_origin"`
+}
+
+// The error origins of an attempt (Attempt.ErrorOrigin).
+const (
+	OriginUpstream = "upstream" // the provider answered an error, broke the connection or the stream
+	OriginGateway  = "gateway"  // the gateway ended it: its deadline (upstream_timeout) or gateway_error
+	OriginCaller   = "caller"   // the caller: it went away, or its request is at fault (400/404/413 classes)
+)
+
+// ErrorOriginOf maps an attempt's error_code (a canonical class) to its origin; "" for "".
+func ErrorOriginOf(errorCode string) string {
+	switch errorCode {
+	case "":
+		return ""
+	case "cancelled", "invalid_request", "context_overflow", "content_policy", "request_too_large",
+		"model_unavailable", "authentication", "permission", "insufficient_credit", "rate_limited":
+		return OriginCaller
+	case "upstream_timeout", "gateway_error":
+		return OriginGateway
+	}
+	return OriginUpstream
 }
 
 // attemptJSON has Attempt's fields and encoding without its MarshalJSON method.
@@ -98,6 +126,7 @@ func (a Attempt) MarshalJSON() ([]byte, error) {
 		a.DroppedParams = []string{}
 	}
 	a.DispatchedAt = a.DispatchedAt.UTC()
+	a.ErrorOrigin = ErrorOriginOf(a.ErrorCode)
 	return json.Marshal(attemptJSON(a))
 }
 

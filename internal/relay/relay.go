@@ -460,6 +460,7 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	defer call.Close()
 	ms := msSince(r.a.DispatchedAt, call.HeadersAt)
 	r.a.HeadersMS = &ms
+	r.a.UpstreamStatus = call.Status
 	if call.Status < 200 || call.Status > 299 {
 		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
 		r.sc.resp = b

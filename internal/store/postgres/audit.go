@@ -32,21 +32,22 @@ const (
     (request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params)
+     headers_ms, first_token_ms, dropped_params, upstream_status)
     SELECT rid, n, dep, prov, model, um, outcome, ec, ti, tc, tcw, tout, tr, up, rmax, cost, bs,
-        price::jsonb, da, hms, ftms, dp::jsonb
+        price::jsonb, da, hms, ftms, dp::jsonb, us
     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
         $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
         $14::text[], $15::float8[], $16::float8[], $17::text[], $18::text[], $19::bigint[],
-        $20::float8[], $21::float8[], $22::text[])
+        $20::float8[], $21::float8[], $22::text[], $23::bigint[])
         AS t(rid, n, dep, prov, model, um, outcome, ec, ti, tc, tcw, tout, tr, up, rmax, cost, bs,
-        price, da, hms, ftms, dp)`
+        price, da, hms, ftms, dp, us)`
 	// One statement, so one snapshot: a concurrent replace is seen whole or not at all.
 	selectRecord = `SELECT r.account, r.model, r.surface, r.status, r.error_code, r.stream, r.created_at,
         r.duration_ms, a.attempt, a.deployment, a.provider, a.model, a.upstream_model, a.outcome,
         a.error_code, a.input_tokens, a.cached_tokens, a.cache_write_tokens, a.output_tokens,
         a.reasoning_tokens, a.usage_provenance, a.reserved_max_usd, a.cost_usd, a.billing_source,
-        a.price::text, a.dispatched_at, a.headers_ms, a.first_token_ms, a.dropped_params::text
+        a.price::text, a.dispatched_at, a.headers_ms, a.first_token_ms, a.dropped_params::text,
+        a.upstream_status
     FROM requests r LEFT JOIN attempts a ON a.request_id = r.request_id
     WHERE r.request_id = $1
     ORDER BY a.attempt`
@@ -95,7 +96,7 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 		if _, err := tx.ExecContext(ctx, insertAttempts, at.id, at.num, at.deployment, at.provider, at.model,
 			at.upstream, at.outcome, at.errorCode, at.input, at.cached, at.cacheWrite, at.output,
 			at.reasoning, at.provenance, at.reserved, at.cost, at.billing, at.price, at.dispatched,
-			at.headers, at.firstToken, at.dropped); err != nil {
+			at.headers, at.firstToken, at.dropped, at.upstreamStatus); err != nil {
 			return fmt.Errorf("store: writing audit attempts: %w", err)
 		}
 	}
@@ -151,7 +152,7 @@ func (c *requestCols) add(r *audit.Record) {
 // attemptCols are the columns of attempts, one array per column.
 type attemptCols struct {
 	id, deployment, provider, model, upstream, outcome, errorCode, provenance, billing, dropped []string
-	num, input, cached, cacheWrite, output, reasoning                                           []int64
+	num, input, cached, cacheWrite, output, reasoning, upstreamStatus                           []int64
 	reserved, cost                                                                              []float64
 	price                                                                                       []pgtype.Text
 	dispatched                                                                                  []pgtype.Int8
@@ -163,7 +164,7 @@ func (c *attemptCols) grow(n int) {
 		&c.errorCode, &c.provenance, &c.billing, &c.dropped} {
 		*s = make([]string, 0, n)
 	}
-	for _, s := range []*[]int64{&c.num, &c.input, &c.cached, &c.cacheWrite, &c.output, &c.reasoning} {
+	for _, s := range []*[]int64{&c.num, &c.input, &c.cached, &c.cacheWrite, &c.output, &c.reasoning, &c.upstreamStatus} {
 		*s = make([]int64, 0, n)
 	}
 	c.reserved, c.cost = make([]float64, 0, n), make([]float64, 0, n)
@@ -210,6 +211,7 @@ func (c *attemptCols) add(id string, a *audit.Attempt) error {
 	c.headers = append(c.headers, nullFloat(a.HeadersMS))
 	c.firstToken = append(c.firstToken, nullFloat(a.FirstTokenMS))
 	c.dropped = append(c.dropped, dropped)
+	c.upstreamStatus = append(c.upstreamStatus, int64(a.UpstreamStatus))
 	return nil
 }
 
@@ -230,12 +232,12 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			dep, prov, model, upstream, outcome, errorCode sql.NullString
 			provenance, billing, price, dropped            sql.NullString
 			reserved, cost, headers, firstToken            sql.NullFloat64
-			dispatched                                     sql.NullInt64
+			dispatched, upstreamStatus                     sql.NullInt64
 		)
 		if err := rows.Scan(&rec.Account, &rec.Model, &rec.Surface, &rec.Status, &rec.ErrorCode, &rec.Stream,
 			&created, &rec.DurationMS, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
 			&cached, &cacheWrite, &output, &reason, &provenance, &reserved, &cost, &billing, &price,
-			&dispatched, &headers, &firstToken, &dropped); err != nil {
+			&dispatched, &headers, &firstToken, &dropped, &upstreamStatus); err != nil {
 			return nil, fmt.Errorf("store: reading audit record: %w", err)
 		}
 		if r == nil {
@@ -253,7 +255,7 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			Tokens: audit.Tokens{Input: input.Int64, Cached: cached.Int64, CacheWrite: cacheWrite.Int64,
 				Output: output.Int64, Reasoning: reason.Int64},
 			UsageProvenance: provenance.String, ReservedMaxUSD: reserved.Float64, CostUSD: cost.Float64,
-			BillingSource: billing.String, DispatchedAt: fromNanos(dispatched),
+			BillingSource: billing.String, DispatchedAt: fromNanos(dispatched), UpstreamStatus: int(upstreamStatus.Int64),
 		}
 		if price.Valid {
 			a.Price = new(audit.PriceSnapshot)

@@ -21,9 +21,9 @@ const (
 	attemptColumns = `request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params`
+     headers_ms, first_token_ms, dropped_params, upstream_status`
 	requestParams = 9  // placeholders per requests row
-	attemptParams = 22 // placeholders per attempts row
+	attemptParams = 23 // placeholders per attempts row
 
 	replaceRequest = `UPDATE requests SET
     account = ?, model = ?, surface = ?, status = ?, error_code = ?, stream = ?, created_at = ?, duration_ms = ?
@@ -34,7 +34,7 @@ const (
 	selectAttempts = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params
+     headers_ms, first_token_ms, dropped_params, upstream_status
     FROM attempts WHERE request_id = ? ORDER BY attempt`
 )
 
@@ -282,7 +282,7 @@ func (w *batchWriter) appendAttempt(requestID string, a *audit.Attempt) error {
 		a.UpstreamModel, a.Outcome, a.ErrorCode,
 		a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning,
 		a.UsageProvenance, a.ReservedMaxUSD, a.CostUSD, a.BillingSource, price, nanos(a.DispatchedAt),
-		nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped)
+		nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped, a.UpstreamStatus)
 	return nil
 }
 
@@ -336,7 +336,7 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 		if err := rows.Scan(&a.Attempt, &a.Deployment, &a.Provider, &a.Model, &a.UpstreamModel, &a.Outcome,
 			&a.ErrorCode, &a.Tokens.Input, &a.Tokens.Cached, &a.Tokens.CacheWrite, &a.Tokens.Output,
 			&a.Tokens.Reasoning, &a.UsageProvenance, &a.ReservedMaxUSD, &a.CostUSD, &a.BillingSource, &price,
-			&dispatched, &headers, &firstToken, &dropped); err != nil {
+			&dispatched, &headers, &firstToken, &dropped, &a.UpstreamStatus); err != nil {
 			return nil, fmt.Errorf("store: reading audit attempts: %w", err)
 		}
 		if price.Valid {

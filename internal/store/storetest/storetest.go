@@ -44,7 +44,7 @@ func FullRecord(id string) *audit.Record {
 			BillingSource: "route_price", Price: &audit.PriceSnapshot{InputPerMTokUSD: 3, OutputPerMTokUSD: 15},
 			DispatchedAt: time.Date(2026, 3, 1, 12, 0, 20, 999, time.UTC),
 			HeadersMS:    ptr(120.25), FirstTokenMS: ptr(301.5),
-			DroppedParams: []string{"logprobs", "seed"},
+			DroppedParams: []string{"logprobs", "seed"}, UpstreamStatus: 200,
 		}},
 	}
 }
@@ -114,8 +114,8 @@ func testRoundTrip(t *testing.T, st audit.Store) {
 		t.Fatal(err)
 	}
 	for _, frag := range []string{
-		`"price":null,"dispatched_at":"2026-03-01T12:00:00.200000001Z","headers_ms":null,"first_token_ms":null,"dropped_params":[]}`,
-		`"price":{"input":3,"output":15}`, `"dropped_params":["logprobs","seed"]`,
+		`"price":null,"dispatched_at":"2026-03-01T12:00:00.200000001Z","headers_ms":null,"first_token_ms":null,"dropped_params":[],"upstream_status":0,"error_origin":"gateway"}`,
+		`"price":{"input":3,"output":15}`, `"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":""`,
 		`"tokens":{"input":11,"cached":22,"cache_write":33,"output":44,"reasoning":5}`,
 		`"created_at":"2026-03-01T12:00:00.123456789Z"`, `"headers_ms":120.25,"first_token_ms":301.5`,
 	} {
