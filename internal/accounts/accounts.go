@@ -137,6 +137,10 @@ type LedgerEntry struct {
 	// provider) or "estimated" (the gateway's estimate, for a stream that ended before its
 	// provider reported usage); "" for the other kinds.
 	UsageProvenance string
+	// Replica is the id of the gateway process that wrote a reserve entry (the Writer's
+	// replica, e.g. "rep_..."): the crash reconciliation closes the reserves of replicas that
+	// are gone. "" for the other kinds, and for entries written before store migration 0006.
+	Replica string
 }
 
 // The marks of a settle entry (R-BILL-2).
@@ -147,6 +151,20 @@ const (
 	// MarkClientCancelled: the caller went away after output started; billed for the usage
 	// produced up to the cancellation.
 	MarkClientCancelled = "client-cancelled"
+)
+
+// The marks of the entries written by the crash reconciliation ([Reconciler]) for a reserve
+// whose replica died before writing its settle or release.
+const (
+	// MarkAuditSettled (a settle): the audit shows the request committed; billed the committed
+	// attempt's audited cost.
+	MarkAuditSettled = "audit-settled"
+	// MarkAuditReleased (a release): the audit shows the request did not commit; nothing billed.
+	MarkAuditReleased = "audit-released"
+	// MarkUnsettledCrash (a release): the audit does not have the request either, so whether it
+	// was served is unknown; nothing billed, the reserve returned, and the entry counted
+	// (switchyard_ledger_reconciled_total) and logged for an operator to follow up.
+	MarkUnsettledCrash = "unsettled-crash"
 )
 
 // Store is what this package and the admin API need of the persistent store. Implementations
@@ -189,9 +207,10 @@ type Store interface {
 	// AppendLedger appends entries in one transaction, in order: all or none. A settle entry
 	// subtracts its amount from its account's balance in the same transaction (an account not
 	// stored, such as a static key's, has no balance to change); no other kind changes a
-	// balance. A settle entry whose request id is already in the ledger as a settle is skipped,
-	// so retrying a batch whose commit was lost bills nothing twice; its reserve and release
-	// entries are not deduplicated and may then be stored twice.
+	// balance. A settle, reserve or release entry whose request id is already in the ledger
+	// with that kind is skipped, so retrying a batch whose commit was lost writes nothing twice.
+	// A reserve entry opens its request (OpenReserves lists it) and a settle or release of the
+	// same request id closes it, in the same transaction.
 	AppendLedger(ctx context.Context, entries []LedgerEntry) error
 	// Ledger returns the account's entries, newest first, at most limit (limit <= 0: all).
 	Ledger(ctx context.Context, accountID string, limit int) ([]LedgerEntry, error)

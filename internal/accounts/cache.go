@@ -197,6 +197,19 @@ func (c *Cache) AddBalance(accountID string, deltaMicroUSD int64) {
 	c.mu.Unlock()
 }
 
+// SetStoredBalance sets a known account's cached balance from its stored balance just read or
+// written (storedMicroUSD; a credit's result), less the settles still queued, as Reload does;
+// unknown accounts are ignored. Unlike AddBalance it is idempotent, so a credit applied here by
+// the admin API and again by the change feed (RefreshAccount) counts once.
+func (c *Cache) SetStoredBalance(accountID string, storedMicroUSD int64) {
+	pending := c.pending(accountID)
+	c.mu.Lock()
+	if e := c.accts[accountID]; e != nil {
+		e.balance = storedMicroUSD - pending
+	}
+	c.mu.Unlock()
+}
+
 // Balance returns the cached balance of an account in micro-USD (as of the last reload or
 // credit; settles are charged in the admission store, admission.Store.Balance) and whether it
 // is known. reserved is always 0: prepaid reserves are held by the admission store.

@@ -33,23 +33,32 @@ type WriterOptions struct {
 	// DefaultLedgerDrainTimeout (10 s).
 	DrainTimeout time.Duration
 	// Logf logs drops and store failures (counts and the store's error only), at most once per
-	// FlushInterval; nil discards.
+	// FlushInterval, and a warning when the oldest entry queued waits longer than LagWarning;
+	// nil discards.
 	Logf func(format string, args ...any)
+	// Replica is this process's replica id, written on every reserve entry (LedgerEntry.Replica)
+	// for the crash reconciliation; "" writes none.
+	Replica string
 }
+
+// LagWarning is how long the oldest queued entry may wait before the Writer logs a warning (at
+// most once per 10 s): past it, a crash loses more than a second of settles from the queue.
+const LagWarning = time.Second
 
 // Writer queues ledger entries from the request path and writes them to the Store in batches
 // (AppendLedger), off the request goroutine. Unlike the audit, a failed batch is not dropped:
 // it stays at the head of the queue and is retried every FlushInterval until it is written
-// (AppendLedger skips a settle already stored, so a retry after a lost commit bills nothing
-// twice; its reserve and release entries may then be stored twice, changing no balance).
-// Entries are written in the order they were appended.
+// (AppendLedger skips an entry already stored, so a retry after a lost commit writes nothing
+// twice). Entries are written in the order they were appended.
 //
 // What is synchronous and what a crash can lose: a settle entry (and a reserve or release) is
 // in memory from Append until its batch commits, at most FlushInterval later while the store
 // answers. A process crash (or a drain that times out at shutdown) loses the entries queued
-// then, and only those (a reserve already written then has no settle or release);
-// every entry whose batch committed is in the store, with its balance change in the same
-// transaction. Credits are not queued: the admin API writes them synchronously (Store.Credit)
+// then, and only those; every entry whose batch committed is in the store, with its balance
+// change in the same transaction. A request's reserve entry is written with AppendWait before
+// dispatch, so a settle lost that way leaves an open reserve, which the Reconciler of another
+// (or the restarted) replica closes: no served request ends without a ledger trace. Lag
+// reports how far the writer is behind (logged past LagWarning). Credits are not queued: the admin API writes them synchronously (Store.Credit)
 // before it answers.
 //
 // Append, Pending, Flush and Dropped are safe for concurrent use; Run must be running for
@@ -66,8 +75,11 @@ type Writer struct {
 	running atomic.Bool
 	dropped atomic.Uint64
 
+	replica string
+
 	mu       sync.Mutex
 	queue    []LedgerEntry    // oldest first
+	queuedAt []time.Time      // when each entry of queue was queued
 	pending  map[string]int64 // settle micro-USD queued, by account
 	enqueued uint64           // sequence number of the last entry queued
 	done     uint64           // every entry numbered <= done is written or lost
@@ -75,6 +87,7 @@ type Writer struct {
 
 	batch   []LedgerEntry // owned by Run
 	lastLog time.Time     // owned by Run
+	lastLag time.Time     // owned by Run: the last lag warning
 }
 
 // NewWriter returns a Writer to st, which must not be nil. Call Run to start writing.
@@ -99,7 +112,7 @@ func NewWriter(st Store, o WriterOptions) *Writer {
 	}
 	return &Writer{
 		st: st, queueSize: o.QueueSize, batchSize: o.BatchSize, flushEvery: o.FlushInterval,
-		drainTimeout: o.DrainTimeout, logf: o.Logf,
+		drainTimeout: o.DrainTimeout, logf: o.Logf, replica: o.Replica,
 		kickc:    make(chan struct{}, 1),
 		pending:  make(map[string]int64),
 		progress: make(chan struct{}),
@@ -113,27 +126,67 @@ func NewWriter(st Store, o WriterOptions) *Writer {
 // release entries (which change no balance) do not crowd out the settles. A caller whose
 // reserve was refused should write no release for it.
 func (w *Writer) Append(e LedgerEntry) bool {
+	_, ok := w.append(e)
+	return ok
+}
+
+// append queues e and returns its sequence number, or false when it was dropped.
+func (w *Writer) append(e LedgerEntry) (uint64, bool) {
 	limit := w.queueSize
 	if e.Kind == KindReserve {
 		limit = (w.queueSize + 1) / 2
+		e.Replica = w.replica
 	}
+	now := time.Now()
 	w.mu.Lock()
 	if len(w.queue) >= limit {
 		w.mu.Unlock()
 		w.dropped.Add(1)
-		return false
+		return 0, false
 	}
 	w.queue = append(w.queue, e)
+	w.queuedAt = append(w.queuedAt, now)
 	if e.Kind == KindSettle {
 		w.pending[e.AccountID] += e.AmountMicroUSD
 	}
 	w.enqueued++
+	seq := w.enqueued
 	full := len(w.queue) >= w.batchSize
 	w.mu.Unlock()
 	if full {
 		w.kick()
 	}
-	return true
+	return seq, true
+}
+
+// AppendWait queues e like Append and waits until it is written (its batch committed), so that
+// it survives a crash of this process from then on: the request path makes a request's reserve
+// entry durable this way before dispatch (the crash reconciliation finds it if the settle is
+// lost; Reconciler). The writer is woken at once, and the entries of concurrent callers share
+// one transaction (a group commit). It returns ErrLedgerDropped when the queue is full (nothing
+// queued), or ctx's error when ctx is done first: the entry stays queued then, and is written
+// when the store answers.
+func (w *Writer) AppendWait(ctx context.Context, e LedgerEntry) error {
+	seq, ok := w.append(e)
+	if !ok {
+		return ErrLedgerDropped
+	}
+	w.kick()
+	return w.waitDone(ctx, seq)
+}
+
+// ErrLedgerDropped: AppendWait's entry was not queued (the queue is full).
+var ErrLedgerDropped = errors.New("accounts: the ledger queue is full")
+
+// Lag returns how long the oldest entry still queued has waited, 0 when none is: the
+// writer's lag behind the request path (switchyard_ledger_writer_lag_seconds).
+func (w *Writer) Lag() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queuedAt) == 0 {
+		return 0
+	}
+	return time.Since(w.queuedAt[0])
 }
 
 func (w *Writer) kick() {
@@ -160,6 +213,13 @@ func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	target := w.enqueued
+	w.mu.Unlock()
+	return w.waitDone(ctx, target)
+}
+
+// waitDone blocks until every entry numbered <= target is written or lost, or ctx is done.
+func (w *Writer) waitDone(ctx context.Context, target uint64) error {
+	w.mu.Lock()
 	for w.done < target {
 		ch := w.progress
 		w.mu.Unlock()
@@ -190,10 +250,12 @@ func (w *Writer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return w.drain(ctx)
 		case <-tick.C:
+			w.warnLag()
 		case <-w.kickc:
 		}
 		for ctx.Err() == nil {
 			ok, err := w.writeBatch(ctx)
+			w.warnLag()
 			if err != nil {
 				w.logErr(err)
 				break // retried at the next tick
@@ -232,6 +294,7 @@ func (w *Writer) drain(ctx context.Context) error {
 		return nil
 	}
 	w.queue = w.queue[:0]
+	w.queuedAt = w.queuedAt[:0]
 	clear(w.pending)
 	w.advance(w.enqueued)
 	w.dropped.Add(uint64(n))
@@ -258,6 +321,8 @@ func (w *Writer) writeBatch(ctx context.Context) (bool, error) {
 	rest := copy(w.queue, w.queue[n:])
 	clear(w.queue[rest:])
 	w.queue = w.queue[:rest]
+	copy(w.queuedAt, w.queuedAt[n:])
+	w.queuedAt = w.queuedAt[:rest]
 	for i := range w.batch {
 		if e := &w.batch[i]; e.Kind == KindSettle {
 			if w.pending[e.AccountID] -= e.AmountMicroUSD; w.pending[e.AccountID] == 0 {
@@ -275,6 +340,22 @@ func (w *Writer) advance(seq uint64) {
 	w.done = seq
 	close(w.progress)
 	w.progress = make(chan struct{})
+}
+
+// warnLag logs a warning when the oldest queued entry has waited longer than LagWarning, at
+// most once per 10 s.
+func (w *Writer) warnLag() {
+	lag := w.Lag()
+	if lag <= LagWarning {
+		return
+	}
+	if now := time.Now(); now.Sub(w.lastLag) >= 10*time.Second {
+		w.mu.Lock()
+		n := len(w.queue)
+		w.mu.Unlock()
+		w.logf("WARNING: accounts: the ledger writer is %v behind (%d entries queued): a crash now would lose their settles to the reconciliation", lag.Round(time.Millisecond), n)
+		w.lastLag = now
+	}
 }
 
 func (w *Writer) logErr(err error) {

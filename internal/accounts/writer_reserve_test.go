@@ -1,7 +1,10 @@
 package accounts_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 )
@@ -29,5 +32,61 @@ func TestWriterShedsReservesFirst(t *testing.T) {
 	}
 	if w.Dropped() != 3 || w.Pending("a1") != 100 {
 		t.Errorf("Dropped = %d, Pending = %d; want 3, 100 (reserves and releases are not pending settles)", w.Dropped(), w.Pending("a1"))
+	}
+}
+
+// TestWriterAppendWait: AppendWait returns once its entry is in the store (a reserve carries the
+// writer's replica id), without waiting for the flush interval; while the store fails it
+// returns the context's error with the entry still queued (written once the store answers),
+// and Lag reports the wait; a full queue refuses it with ErrLedgerDropped.
+func TestWriterAppendWait(t *testing.T) {
+	st := &fakeStore{}
+	w := accounts.NewWriter(st, accounts.WriterOptions{FlushInterval: time.Hour, Replica: "rep_1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	if err := w.AppendWait(context.Background(), accounts.LedgerEntry{AccountID: "a", RequestID: "r1", Kind: accounts.KindReserve}); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	got := append([]accounts.LedgerEntry(nil), st.written...)
+	st.failN = 1 << 30
+	st.mu.Unlock()
+	if len(got) != 1 || got[0].RequestID != "r1" || got[0].Replica != "rep_1" {
+		t.Fatalf("written %+v, want the reserve r1 of replica rep_1 (an hour-long flush interval not waited for)", got)
+	}
+	if w.Lag() != 0 {
+		t.Errorf("Lag %v with nothing queued, want 0", w.Lag())
+	}
+
+	wctx, wcancel := context.WithCancel(context.Background())
+	wcancel()
+	if err := w.AppendWait(wctx, accounts.LedgerEntry{AccountID: "a", RequestID: "r2", Kind: accounts.KindReserve}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AppendWait with the store down = %v, want context.Canceled", err)
+	}
+	for w.Lag() == 0 {
+		time.Sleep(time.Millisecond) // the clock moves on: Lag grows from the entry's queueing
+	}
+	st.mu.Lock()
+	st.failN = 0
+	st.mu.Unlock()
+	if err := w.Flush(context.Background()); err != nil { // Flush kicks the writer: no hour-long wait
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	n := len(st.written)
+	st.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d entries written after the store answered, want 2", n)
+	}
+
+	full := accounts.NewWriter(&fakeStore{}, accounts.WriterOptions{QueueSize: 1}) // not running
+	if err := full.AppendWait(wctx, accounts.LedgerEntry{Kind: accounts.KindReserve}); !errors.Is(err, context.Canceled) {
+		t.Errorf("first AppendWait on a stopped writer = %v, want context.Canceled (queued)", err)
+	}
+	if err := full.AppendWait(wctx, accounts.LedgerEntry{Kind: accounts.KindReserve}); !errors.Is(err, accounts.ErrLedgerDropped) {
+		t.Errorf("AppendWait on a full queue = %v, want ErrLedgerDropped", err)
 	}
 }

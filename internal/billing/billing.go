@@ -6,23 +6,41 @@
 // path: [Reservation.Settle] for a committed response, [Reservation.Release] otherwise, and a
 // deferred Release for panics (whichever comes first wins; the other does nothing).
 //
-// The package does not import net/http; entries are queued on the ledger writer
-// (accounts.Writer), never written on the request path.
+// The package does not import net/http. The reserve entry is written durably before dispatch
+// (the request waits for the ledger writer's group commit, Ledger.AppendWait), so that a crash
+// before the settle leaves a trace that the crash reconciliation closes (accounts.Reconciler;
+// docs/deploy.md); the settle and release entries are queued, never waited for.
 package billing
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
 // Ledger is what a reservation needs of the ledger writer (accounts.Writer).
 type Ledger interface {
 	// Append queues e without waiting; false when it was shed (a full queue).
 	Append(e accounts.LedgerEntry) bool
+	// AppendWait queues e and waits until it is written: accounts.ErrLedgerDropped when it was
+	// shed, ctx's error when ctx ends first (e stays queued).
+	AppendWait(ctx context.Context, e accounts.LedgerEntry) error
+	// Lag is how long the oldest entry still queued has waited.
+	Lag() time.Duration
 }
+
+// LedgerWait bounds the wait for a reserve entry to be written before dispatch.
+const LedgerWait = 5 * time.Second
+
+// ErrLedgerUnavailable refuses a request that holds money when its reserve entry cannot be
+// written within LedgerWait (the store does not answer, or the writer's queue is full): it is
+// not dispatched, so that no served request can be left without a ledger trace.
+var ErrLedgerUnavailable = &failure.Error{Class: failure.GatewayError,
+	Msg: "the gateway's ledger store is not answering: a request that holds money is not dispatched before its reserve is recorded; retry shortly"}
 
 // Biller makes reservations against one admission store and one ledger.
 type Biller struct {
@@ -67,8 +85,9 @@ type Reservation struct {
 	key    string
 	rid    string
 	model  string
-	// reserve is the reserve entry's amount; 0 when none was queued (nothing held, or the
-	// writer shed it), and then no release is written either.
+	// queued says the reserve entry was queued (then a release ends it); reserve is its amount
+	// (0 for a request that holds no money: the trace of its dispatch only).
+	queued  bool
 	reserve int64
 	// start carries the monotonic reading taken when the reserve was queued; at is its wall
 	// time, the reserve entry's At.
@@ -77,10 +96,15 @@ type Reservation struct {
 }
 
 // Reserve admits req: it acquires the limits and reserves in one call to the admission store
-// (none when nothing limits the request) and, when the request holds money (a budget or a
-// prepaid balance) with a positive reserve, queues the ledger's reserve entry. A refusal is the
-// store's *failure.Error (rate_limited, insufficient_credit with limit kind budget or credit,
-// or a gateway_error when the store cannot be reached), and nothing is taken or written.
+// (none when nothing limits the request), then writes the ledger's reserve entry and waits
+// until it is stored (at most LedgerWait): its amount is the reserve when the request holds
+// money (a budget or a prepaid balance), else 0. A refusal is the store's *failure.Error
+// (rate_limited, insufficient_credit with limit kind budget or credit, or a gateway_error when
+// the store cannot be reached), and nothing is taken or written. When the reserve entry cannot
+// be stored in time, a request holding money is refused with ErrLedgerUnavailable (what it
+// acquired is returned, and its entry, if queued, released), while one holding none goes on
+// (its entry stays queued) and, while the writer lags more than accounts.LagWarning, does not
+// wait at all.
 func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error) {
 	r := &Reservation{now: b.Now, acct: req.AccountID, key: req.KeyID, rid: req.RequestID, model: req.Model}
 	if r.now == nil {
@@ -97,13 +121,25 @@ func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error)
 		return r, nil
 	}
 	r.ledger = b.Ledger
-	if amount := req.Admission.ReserveMicroUSD; amount > 0 && req.Admission.Metered() {
-		r.start = r.now()
-		r.at = r.start.UTC() // UTC strips the monotonic reading; start keeps it
-		if r.ledger.Append(accounts.LedgerEntry{At: r.at, AccountID: r.acct, KeyID: r.key, RequestID: r.rid, Model: r.model,
-			Kind: accounts.KindReserve, AmountMicroUSD: amount}) {
-			r.reserve = amount
-		}
+	metered := req.Admission.Metered()
+	if metered {
+		r.reserve = max(req.Admission.ReserveMicroUSD, 0)
+	}
+	r.start = r.now()
+	r.at = r.start.UTC() // UTC strips the monotonic reading; start keeps it
+	e := accounts.LedgerEntry{At: r.at, AccountID: r.acct, KeyID: r.key, RequestID: r.rid, Model: r.model,
+		Kind: accounts.KindReserve, AmountMicroUSD: r.reserve}
+	if !metered && r.ledger.Lag() > accounts.LagWarning {
+		r.queued = r.ledger.Append(e)
+		return r, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, LedgerWait)
+	err := r.ledger.AppendWait(wctx, e)
+	cancel()
+	r.queued = !errors.Is(err, accounts.ErrLedgerDropped)
+	if err != nil && metered && ctx.Err() == nil {
+		r.Release()
+		return nil, ErrLedgerUnavailable
 	}
 	return r, nil
 }
@@ -140,7 +176,7 @@ func (r *Reservation) Release() {
 	if r.hold != nil {
 		r.hold.Release()
 	}
-	if r.ledger == nil || r.reserve == 0 {
+	if r.ledger == nil || !r.queued {
 		return
 	}
 	r.ledger.Append(accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
@@ -153,7 +189,7 @@ func (r *Reservation) Ended() bool { return r == nil || r.ended }
 // endAt is the At of the entry that ends the request: never before the reserve's At, even when
 // the wall clock steps back in between (the monotonic clock measures the time since).
 func (r *Reservation) endAt() time.Time {
-	if r.reserve == 0 {
+	if !r.queued {
 		return r.now().UTC()
 	}
 	return r.at.Add(r.now().Sub(r.start))

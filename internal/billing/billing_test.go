@@ -2,10 +2,12 @@ package billing_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
@@ -13,11 +15,29 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/billing"
 )
 
-// ledger records the entries appended.
+// ledger records the entries appended; waitErr, when set, is what AppendWait returns (the
+// entry is still recorded: it stays queued), and lag what Lag reports.
 type ledger struct {
-	mu sync.Mutex
-	es []accounts.LedgerEntry
+	mu      sync.Mutex
+	es      []accounts.LedgerEntry
+	waitErr error
+	waits   int
+	lag     time.Duration
 }
+
+func (l *ledger) AppendWait(ctx context.Context, e accounts.LedgerEntry) error {
+	l.mu.Lock()
+	l.waits++
+	err := l.waitErr
+	l.mu.Unlock()
+	if errors.Is(err, accounts.ErrLedgerDropped) {
+		return err
+	}
+	l.Append(e)
+	return err
+}
+
+func (l *ledger) Lag() time.Duration { return l.lag }
 
 func (l *ledger) Append(e accounts.LedgerEntry) bool {
 	l.mu.Lock()
@@ -137,7 +157,8 @@ func TestPanicReleases(t *testing.T) {
 }
 
 // TestUnmeteredSkipsStore: a request without layers or a prepaid account never calls the
-// admission store and holds no money: its ledger gets only the settle.
+// admission store and holds no money: its ledger gets a reserve of 0 (the trace of its
+// dispatch, for the crash reconciliation) and its settle.
 func TestUnmeteredSkipsStore(t *testing.T) {
 	c := &counting{Store: admission.NewMemory(nil, nil)}
 	l := &ledger{}
@@ -150,13 +171,13 @@ func TestUnmeteredSkipsStore(t *testing.T) {
 	if c.n.Load() != 0 {
 		t.Errorf("the store was called %d times", c.n.Load())
 	}
-	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindSettle}) {
-		t.Errorf("ledger %v, want one settle", got)
+	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindReserve, accounts.KindSettle}) || l.es[0].AmountMicroUSD != 0 {
+		t.Errorf("ledger %v (%+v), want a reserve of 0 then one settle", got, l.es)
 	}
 	// An anonymous caller writes nothing at all.
 	r, _ = b.Reserve(context.Background(), billing.Request{})
 	r.Settle(billing.Settlement{CostMicroUSD: 5})
-	if len(l.kinds()) != 1 {
+	if len(l.kinds()) != 2 {
 		t.Errorf("an anonymous request wrote the ledger")
 	}
 }
@@ -174,5 +195,51 @@ func TestRefusalTakesNothing(t *testing.T) {
 	}
 	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.Requests != 0 {
 		t.Errorf("a refusal took %+v", u)
+	}
+}
+
+// TestReserveDurableBeforeDispatch: the reserve entry is waited for (AppendWait). When it cannot
+// be stored in time, a request holding money is refused with ErrLedgerUnavailable, gives back
+// what it acquired, and its queued reserve is released; one holding none goes on; a shed entry
+// (a full queue) has no release; while the writer lags past LagWarning an unmetered request
+// does not wait at all.
+func TestReserveDurableBeforeDispatch(t *testing.T) {
+	b, m, l := newBiller(t)
+	l.waitErr = context.DeadlineExceeded
+	if _, err := b.Reserve(context.Background(), metered()); err != billing.ErrLedgerUnavailable {
+		t.Fatalf("metered with the ledger store down: %v, want ErrLedgerUnavailable", err)
+	}
+	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindReserve, accounts.KindRelease}) {
+		t.Errorf("ledger %v, want the queued reserve then its release", got)
+	}
+	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.ReservedMicroUSD != 0 {
+		t.Errorf("a refused request still holds %+v", u)
+	}
+	r, err := b.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "u1"})
+	if err != nil {
+		t.Fatalf("unmetered with the ledger store down: %v, want dispatched", err)
+	}
+	r.Release()
+
+	l2 := &ledger{waitErr: accounts.ErrLedgerDropped}
+	b2 := &billing.Biller{Store: m, Ledger: l2}
+	if _, err := b2.Reserve(context.Background(), metered()); err != billing.ErrLedgerUnavailable {
+		t.Fatalf("metered with a full queue: %v", err)
+	}
+	if len(l2.kinds()) != 0 {
+		t.Errorf("a shed reserve got %v", l2.kinds())
+	}
+
+	l3 := &ledger{lag: time.Minute}
+	b3 := &billing.Biller{Store: m, Ledger: l3}
+	r, err = b3.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "u2"})
+	if err != nil || l3.waits != 0 || !slices.Equal(l3.kinds(), []accounts.Kind{accounts.KindReserve}) {
+		t.Errorf("unmetered while the writer lags: %v, %d waits, %v; want queued without waiting", err, l3.waits, l3.kinds())
+	}
+	r.Release()
+	if r, err = b3.Reserve(context.Background(), metered()); err != nil || l3.waits != 1 {
+		t.Errorf("metered while the writer lags: %v, %d waits; want waited for", err, l3.waits)
+	} else {
+		r.Release()
 	}
 }

@@ -43,6 +43,7 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 	}
 	if prev != nil { // a reload: the same store, cache and ledger writer; the key from cfg
 		s.accts, s.ledger, s.cache = prev.accts, prev.ledger, prev.cache
+		s.replica, s.reconciler = prev.replica, prev.reconciler
 		box, err := secret.New(cfg.Store.SecretKey)
 		s.box = box
 		return err
@@ -57,7 +58,12 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 		return err
 	}
 	s.box = box
-	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf})
+	s.replica = accounts.NewID("rep")
+	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf, Replica: s.replica})
+	if rs, ok := o.Accounts.(accounts.ReplicaStore); ok {
+		s.reconciler = accounts.NewReconciler(o.Accounts, rs, s.replica, accounts.ReconcilerOptions{
+			Audit: s.auditEnd, Logf: s.logf, Count: func(mark string) { s.metrics.reconciled.WithLabelValues(mark).Inc() }})
+	}
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
 		AccountLayers: func(id string) []admission.Layer { return s.live.Load().acctLayers[id] },
@@ -758,7 +764,7 @@ func (s *Server) adminCredit(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, err, "no account with that id")
 		return
 	}
-	s.cache.AddBalance(id, micro)
+	s.cache.SetStoredBalance(id, balance) // absolute: the change feed's refresh of it does not count it twice
 	if err := s.admit.Credit(ctx, id, micro); err != nil {
 		// The credit is stored; the shared balance misses it until it is reseeded.
 		s.logf("admission store: crediting account %s: %v", id, err)

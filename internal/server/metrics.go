@@ -42,6 +42,8 @@ type metrics struct {
 	tokens   *prometheus.CounterVec
 	cost     *prometheus.CounterVec
 	refusals *prometheus.CounterVec
+	// reconciled counts the ledger entries the crash reconciliation wrote, by mark.
+	reconciled *prometheus.CounterVec
 
 	mu     sync.RWMutex
 	reqs   map[requestLabels]*requestSeries
@@ -122,7 +124,11 @@ func newMetrics() *metrics {
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchyard_admission_refusals_total", Help: "Requests refused by a caller limit before any attempt, by limit kind (rpm, tpm, concurrency, budget, credit).",
 	}, []string{"kind"})
-	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals,
+	m.reconciled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_ledger_reconciled_total",
+		Help: "Reserves of replicas gone (killed before writing the settle or release) closed by this replica, by mark: audit-settled, audit-released, unsettled-crash.",
+	}, []string{"mark"})
+	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals, m.reconciled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -149,6 +155,9 @@ func (s *Server) registerCollectors() {
 				Help: "Ledger entries waiting to be written (a batch being retried included)."}, func() float64 { return float64(led.Queued()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "switchyard_ledger_writer_dropped_total",
 				Help: "Ledger entries offered to a full queue (never written)."}, func() float64 { return float64(led.Dropped()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "switchyard_ledger_writer_lag_seconds",
+				Help: "Seconds the oldest ledger entry not yet written has waited (0 when none is queued); a warning is logged past 1 s."},
+				func() float64 { return led.Lag().Seconds() }),
 		)
 	}
 }

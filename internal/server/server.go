@@ -131,6 +131,10 @@ type Server struct {
 	accts  accounts.Store
 	cache  *accounts.Cache
 	ledger *accounts.Writer
+	// replica is this process's id on its reserve entries; reconciler keeps its heartbeat and
+	// closes the reserves of replicas gone (nil without a store of replicas).
+	replica    string
+	reconciler *accounts.Reconciler
 	// box seals BYOK connections' API keys in the store (store.secret_key); nil stores them in
 	// the clear.
 	box *secret.Box
@@ -330,6 +334,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.routableStore() != nil {
 		parts = append(parts, func(ctx context.Context) error { return s.runRoutable(ctx, s.reloadEvery) })
+	}
+	if s.reconciler != nil {
+		parts = append(parts, s.reconciler.Run)
 	}
 	if feed, ok := s.accts.(accounts.ChangeFeed); ok && s.cache != nil {
 		// Changes made through other replicas reach this one at once (Postgres LISTEN/NOTIFY);

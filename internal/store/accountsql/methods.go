@@ -288,13 +288,13 @@ func (s *Store) Accounts(ctx context.Context) ([]accounts.Account, error) {
 }
 
 const insertEntry = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
-    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance, replica)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func (s *Store) insert(ctx context.Context, tx *sql.Tx, e *accounts.LedgerEntry) (bool, error) {
 	t := &e.Tokens
 	res, err := tx.ExecContext(ctx, s.q(insertEntry), createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model,
-		e.Deployment, string(e.Kind), t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance)
+		e.Deployment, string(e.Kind), t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance, e.Replica)
 	if err != nil {
 		return false, err
 	}
@@ -341,16 +341,18 @@ func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, err
 	return balance, wrap("crediting account", err)
 }
 
-// ledgerChunk is the most rows one INSERT of AppendLedger writes: 15 parameters a row stays far
+// ledgerChunk is the most rows one INSERT of AppendLedger writes: 16 parameters a row stays far
 // below the bound-parameter limits of SQLite (32766) and Postgres (65535).
 const ledgerChunk = 512
 
 // AppendLedger implements accounts.Store. Each chunk of entries is one multi-row INSERT that
-// skips a settle already stored (ON CONFLICT DO NOTHING on ledger_settle_request) and returns
-// the rows it inserted; then each account's balance is reduced once by the sum of its settles
-// inserted, accounts in id order (so that concurrent batches lock them in one order). Reserve
-// and release entries change no balance. A batch is a few statements whatever its size: the
-// round trips, not the rows, are what a batch costs.
+// skips an entry already stored (ON CONFLICT DO NOTHING on the unique indexes
+// ledger_settle_request, ledger_reserve_request and ledger_release_request) and returns the rows
+// it inserted; the reserves inserted are added to ledger_open and the requests settled or
+// released removed from it (one statement each); then each account's balance is reduced once by
+// the sum of its settles inserted, accounts in id order (so that concurrent batches lock them in
+// one order). Reserve and release entries change no balance. A batch is a few statements
+// whatever its size: the round trips, not the rows, are what a batch costs.
 func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -360,6 +362,9 @@ func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry
 		for rest := entries; len(rest) > 0; {
 			n := min(len(rest), ledgerChunk)
 			if err := s.insertChunk(ctx, tx, rest[:n], settled); err != nil {
+				return err
+			}
+			if err := s.trackOpen(ctx, tx, rest[:n]); err != nil {
 				return err
 			}
 			rest = rest[n:]
@@ -387,7 +392,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 	var b strings.Builder
 	b.Grow(len(insertRows) + len(es)*len(insertRow) + len(insertReturning))
 	b.WriteString(insertRows)
-	args := make([]any, 0, 15*len(es))
+	args := make([]any, 0, 16*len(es))
 	for i := range es {
 		e := &es[i]
 		if i > 0 {
@@ -396,7 +401,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 		b.WriteString(insertRow)
 		t := &e.Tokens
 		args = append(args, createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model, e.Deployment, string(e.Kind),
-			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance)
+			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance, e.Replica)
 	}
 	b.WriteString(insertReturning)
 	rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
@@ -417,10 +422,95 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 	return rows.Err()
 }
 
+// trackOpen keeps ledger_open in step with the chunk es just inserted: its reserves are added
+// (a reserve retried after its request ended is not reopened), then the requests it
+// settles or releases are removed.
+func (s *Store) trackOpen(ctx context.Context, tx *sql.Tx, es []accounts.LedgerEntry) error {
+	var open, ends strings.Builder
+	var openArgs, endArgs []any
+	for i := range es {
+		e := &es[i]
+		if e.RequestID == "" {
+			continue
+		}
+		switch e.Kind {
+		case accounts.KindReserve:
+			if open.Len() > 0 {
+				open.WriteByte(',')
+			}
+			open.WriteString("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))")
+			openArgs = append(openArgs, e.RequestID, e.Replica, createdAt(e.At))
+		case accounts.KindSettle, accounts.KindRelease:
+			if ends.Len() > 0 {
+				ends.WriteByte(',')
+			}
+			ends.WriteByte('?')
+			endArgs = append(endArgs, e.RequestID)
+		}
+	}
+	if len(openArgs) > 0 {
+		// A reserve whose end is already stored (a retried batch) is not reopened.
+		q := `INSERT INTO ledger_open (request_id, replica, at) SELECT v.request_id, v.replica, v.at FROM (VALUES ` + open.String() +
+			`) AS v (request_id, replica, at) WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.request_id = v.request_id AND l.kind IN ('settle', 'release')) ON CONFLICT DO NOTHING`
+		if !s.pg {
+			q = `INSERT INTO ledger_open (request_id, replica, at) SELECT v.column1, v.column2, v.column3 FROM (VALUES ` + open.String() +
+				`) AS v WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.request_id = v.column1 AND l.kind IN ('settle', 'release')) ON CONFLICT DO NOTHING`
+		}
+		if _, err := tx.ExecContext(ctx, s.q(q), openArgs...); err != nil {
+			return err
+		}
+	}
+	if len(endArgs) > 0 {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ledger_open WHERE request_id IN (`+ends.String()+`)`), endArgs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Heartbeat implements accounts.ReplicaStore.
+func (s *Store) Heartbeat(ctx context.Context, id string, started, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO replicas (id, started_at, seen_at) VALUES (?, ?, ?)
+        ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`), id, createdAt(started), createdAt(now))
+	return wrap("writing the replica heartbeat", err)
+}
+
+// OpenReserves implements accounts.ReplicaStore, from ledger_open (the reserves not ended: a
+// small table) joined to the reserve entries.
+func (s *Store) OpenReserves(ctx context.Context, staleBefore time.Time, limit int) ([]accounts.LedgerEntry, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT l.at, l.account_id, l.key_id, l.request_id, l.model, l.amount_micro_usd, l.replica
+        FROM ledger_open o JOIN ledger l ON l.request_id = o.request_id AND l.kind = 'reserve'
+        LEFT JOIN replicas p ON p.id = o.replica
+        WHERE o.at < ? AND (p.id IS NULL OR p.seen_at < ?)
+        ORDER BY o.at LIMIT ?`), staleBefore.UnixNano(), staleBefore.UnixNano(), limit)
+	if err != nil {
+		return nil, wrap("reading open reserves", err)
+	}
+	defer rows.Close()
+	var out []accounts.LedgerEntry
+	for rows.Next() {
+		var e accounts.LedgerEntry
+		var at sql.NullInt64
+		if err := rows.Scan(&at, &e.AccountID, &e.KeyID, &e.RequestID, &e.Model, &e.AmountMicroUSD, &e.Replica); err != nil {
+			return nil, wrap("reading open reserves", err)
+		}
+		e.At, e.Kind = fromNanos(at), accounts.KindReserve
+		out = append(out, e)
+	}
+	return out, wrap("reading open reserves", rows.Err())
+}
+
+// ForgetReplicas implements accounts.ReplicaStore.
+func (s *Store) ForgetReplicas(ctx context.Context, before time.Time) error {
+	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM replicas WHERE seen_at < ?
+        AND NOT EXISTS (SELECT 1 FROM ledger_open o WHERE o.replica = replicas.id)`), before.UnixNano())
+	return wrap("forgetting replicas", err)
+}
+
 const (
 	insertRows = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
-    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance) VALUES `
-	insertRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance, replica) VALUES `
+	insertRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertReturning = ` ON CONFLICT DO NOTHING RETURNING kind, account_id, amount_micro_usd`
 )
 

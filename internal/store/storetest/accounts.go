@@ -38,6 +38,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"ConcurrentSettles", testConcurrentSettles},
 		{"LedgerReserveRelease", testLedgerReserveRelease},
 		{"LedgerLargeBatch", testLedgerLargeBatch},
+		{"LedgerCrashReconcile", testLedgerCrashReconcile},
 		{"Policies", testPolicies},
 		{"Connections", testConnections},
 		{"PolicyUpdate", testPolicyUpdate},
@@ -439,9 +440,9 @@ func testConcurrentSettles(t *testing.T, st accounts.Store) {
 // testLedgerReserveRelease: reserve and release entries (R-BILL-1) are stored as written and
 // change no balance, whether a request settles, releases, or is still in flight (a reserve
 // alone); a retried batch (its commit lost) bills its settle once and leaves the balance
-// exactly where one write left it, while its reserve and release entries may be stored again
-// (the documented at-least-once of the informational kinds); a reserve reads back older than
-// the settle or release that ends it.
+// exactly where one write left it, and stores its reserve and release entries once too (one
+// entry of each kind per request: store migration 0006); a reserve reads back older than the
+// settle or release that ends it.
 func testLedgerReserveRelease(t *testing.T, st accounts.Store) {
 	seed(t, st)
 	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 10_000})
@@ -500,8 +501,8 @@ func testLedgerReserveRelease(t *testing.T, st accounts.Store) {
 		t.Errorf("a retried batch stored %d settles of one request, want 1", count["settle served"])
 	}
 	for _, k := range []string{"reserve served", "reserve failed", "release failed", "reserve in-flight"} {
-		if n := count[k]; n < 1 || n > 2 {
-			t.Errorf("%s stored %d times after two writes of one batch, want 1 or 2", k, n)
+		if n := count[k]; n != 1 {
+			t.Errorf("%s stored %d times after two writes of one batch, want 1", k, n)
 		}
 	}
 	if a2, err := st.Account(bg, "a2"); err != nil || a2.BalanceMicroUSD != 0 {
@@ -589,5 +590,118 @@ func testSettledSums(t *testing.T, st accounts.Store) {
 	}
 	if _, err := sr.SettledMicroUSD(bg, accounts.SettleFilter{}); err == nil {
 		t.Error("an empty filter was accepted")
+	}
+}
+
+// testLedgerCrashReconcile: the reserves a dead replica left open (no settle or release) are
+// listed once its heartbeat is older than the timeout, and only then: a live replica's, a
+// fresh one's and an ended one's are not. The Reconciler closes them (a settle at the audited
+// cost for a request the audit has committed, a release marked unsettled-crash for one it does
+// not have), each once however often it runs, and a late settle of a crash-released request
+// still bills it once.
+func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
+	rs, ok := st.(accounts.ReplicaStore)
+	if !ok {
+		t.Fatal("the store does not implement accounts.ReplicaStore")
+	}
+	seed(t, st)
+	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 10_000})
+	must(t, err)
+	now := time.Now()
+	must(t, rs.Heartbeat(bg, "rep_live", now.Add(-time.Hour), now))
+	must(t, rs.Heartbeat(bg, "rep_dead", now.Add(-time.Hour), now.Add(-time.Minute)))
+	reserve := func(req, replica string, age time.Duration) accounts.LedgerEntry {
+		return accounts.LedgerEntry{At: now.Add(-age), AccountID: "a1", KeyID: "k1", RequestID: req, Model: "gpt-4o-mini",
+			Kind: accounts.KindReserve, AmountMicroUSD: 900, Replica: replica}
+	}
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{
+		reserve("dead-served", "rep_dead", 50*time.Second),
+		reserve("live", "rep_live", 49*time.Second),
+		reserve("unknown-replica", "rep_never_seen", 48*time.Second),
+		reserve("dead-ended", "rep_dead", 47*time.Second),
+		{At: now, AccountID: "a1", RequestID: "dead-ended", Kind: accounts.KindRelease, AmountMicroUSD: 900},
+		reserve("dead-fresh", "rep_dead", 0),
+	}))
+	open, err := rs.OpenReserves(bg, now.Add(-10*time.Second), 100)
+	must(t, err)
+	var ids []string
+	for _, e := range open {
+		ids = append(ids, e.RequestID)
+	}
+	if want := []string{"dead-served", "unknown-replica"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("open reserves of replicas gone = %v, want %v", ids, want)
+	}
+	if e := open[0]; e.AmountMicroUSD != 900 || e.AccountID != "a1" || e.KeyID != "k1" || e.Replica != "rep_dead" || e.Model != "gpt-4o-mini" {
+		t.Errorf("open reserve %+v", e)
+	}
+
+	var marks []string
+	audit := func(_ context.Context, rid string) (accounts.LedgerEntry, bool, bool, error) {
+		if rid == "dead-served" {
+			return accounts.LedgerEntry{Model: "gpt-4o-mini", Deployment: "oa", AmountMicroUSD: 123, Tokens: accounts.Tokens{Input: 5, Output: 2},
+				UsageProvenance: "observed"}, true, true, nil
+		}
+		return accounts.LedgerEntry{}, false, false, nil
+	}
+	r := accounts.NewReconciler(st, rs, "rep_me", accounts.ReconcilerOptions{ReplicaTimeout: 10 * time.Second, Audit: audit,
+		Count: func(m string) { marks = append(marks, m) }})
+	n, err := r.Reconcile(bg, now)
+	must(t, err)
+	if n != 2 || !reflect.DeepEqual(marks, []string{accounts.MarkAuditSettled, accounts.MarkUnsettledCrash}) {
+		t.Errorf("reconciled %d entries with marks %v, want 2: audit-settled, unsettled-crash", n, marks)
+	}
+	for range 2 { // again, and a second reconciler at once: nothing more
+		n, err = accounts.NewReconciler(st, rs, "rep_other", accounts.ReconcilerOptions{Audit: audit}).Reconcile(bg, now)
+		must(t, err)
+		if n != 0 {
+			t.Errorf("a second reconciliation wrote %d entries, want 0", n)
+		}
+	}
+	// Two reconcilers that both read the reserve before either wrote: the unique indexes keep
+	// one settle and one release.
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{
+		{At: now, AccountID: "a1", KeyID: "k1", RequestID: "dead-served", Kind: accounts.KindSettle, AmountMicroUSD: 123, Mark: accounts.MarkAuditSettled},
+		{At: now, AccountID: "a1", KeyID: "k1", RequestID: "unknown-replica", Kind: accounts.KindRelease, AmountMicroUSD: 900, Mark: accounts.MarkUnsettledCrash},
+	}))
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	if a.BalanceMicroUSD != 10_000-123 {
+		t.Errorf("balance %d, want %d (the audited cost, billed once)", a.BalanceMicroUSD, 10_000-123)
+	}
+	// The dead replica was only partitioned: its late settle of the crash-released request bills.
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{{At: now, AccountID: "a1", KeyID: "k1", RequestID: "unknown-replica",
+		Kind: accounts.KindSettle, AmountMicroUSD: 77}}))
+	a, err = st.Account(bg, "a1")
+	must(t, err)
+	if a.BalanceMicroUSD != 10_000-123-77 {
+		t.Errorf("balance after a late settle %d, want %d", a.BalanceMicroUSD, 10_000-123-77)
+	}
+	es, err := st.Ledger(bg, "a1", 0)
+	must(t, err)
+	count := map[string]int{}
+	for _, e := range es {
+		count[string(e.Kind)+" "+e.RequestID+" "+e.Mark]++
+	}
+	for k, want := range map[string]int{"settle dead-served audit-settled": 1, "release unknown-replica unsettled-crash": 1,
+		"settle unknown-replica ": 1, "release live ": 0} {
+		if count[k] != want {
+			t.Errorf("%q stored %d times, want %d (ledger %v)", k, count[k], want, count)
+		}
+	}
+	// The live replica's reserve is listed once its heartbeat stops for the timeout.
+	open, err = rs.OpenReserves(bg, now.Add(time.Minute), 100)
+	must(t, err)
+	ids = ids[:0]
+	for _, e := range open {
+		ids = append(ids, e.RequestID)
+	}
+	if want := []string{"live", "dead-fresh"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("open reserves a minute later = %v, want %v", ids, want)
+	}
+	must(t, rs.ForgetReplicas(bg, now.Add(time.Hour))) // both still hold open reserves: kept
+	open, err = rs.OpenReserves(bg, now.Add(-10*time.Second), 100)
+	must(t, err)
+	if len(open) != 0 {
+		t.Errorf("after ForgetReplicas, open reserves of gone replicas %+v, want none", open)
 	}
 }

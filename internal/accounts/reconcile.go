@@ -1,0 +1,182 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ReplicaStore is what the crash reconciliation needs of the store besides AppendLedger: the
+// replicas' heartbeats and the reserves not yet ended (store migration 0006). The SQL stores
+// implement it.
+type ReplicaStore interface {
+	// Heartbeat records that the replica id (started at started) is alive at now, creating its
+	// row the first time.
+	Heartbeat(ctx context.Context, id string, started, now time.Time) error
+	// OpenReserves returns at most limit reserve entries, oldest first, that no settle or
+	// release has ended, written before staleBefore by a replica whose last heartbeat is before
+	// staleBefore (or that has none): the replica is gone, and will never end them.
+	OpenReserves(ctx context.Context, staleBefore time.Time, limit int) ([]LedgerEntry, error)
+	// ForgetReplicas removes the heartbeat rows last seen before before that hold no open
+	// reserve.
+	ForgetReplicas(ctx context.Context, before time.Time) error
+}
+
+// AuditEnd is what the audit says of a request whose replica died before ending its reserve:
+// found is false when the audit has no record of it; else committed says whether it committed,
+// and for a committed request settle is its settle entry (the committed attempt's model,
+// deployment, tokens, cost and usage provenance; the Reconciler fills in the rest).
+type AuditEnd func(ctx context.Context, requestID string) (settle LedgerEntry, committed, found bool, err error)
+
+// Defaults of ReconcilerOptions.
+const (
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultReplicaTimeout    = 10 * time.Second
+)
+
+// ReconcilerOptions configure a Reconciler. The zero value gives the defaults.
+type ReconcilerOptions struct {
+	// Heartbeat is how often the replica's heartbeat is written, and how often open reserves
+	// are looked for; zero or negative is DefaultHeartbeatInterval (2 s).
+	Heartbeat time.Duration
+	// ReplicaTimeout is how long after its last heartbeat a replica counts as gone; zero or
+	// negative is DefaultReplicaTimeout (10 s). Replicas' clocks must agree to well within it.
+	ReplicaTimeout time.Duration
+	// Audit looks a request up in the audit; nil treats every request as not found.
+	Audit AuditEnd
+	// Logf logs what was reconciled (counts and request ids) and store failures; nil discards.
+	Logf func(format string, args ...any)
+	// Count is called once per entry written, with its mark; nil counts nothing.
+	Count func(mark string)
+}
+
+// Reconciler keeps one replica's heartbeat and closes the reserves of replicas that are gone
+// (R-BILL-1, R-BILL-2; docs/deploy.md "A replica killed"): a reserve entry is made durable
+// before its request is dispatched (Writer.AppendWait), and its settle or release is queued
+// after; a replica killed in between (kill -9, an OOM, a lost host) leaves the reserve open.
+// Every Heartbeat interval, each replica looks for open reserves whose replica has sent no
+// heartbeat for ReplicaTimeout and ends each one: a settle at the audited cost, marked
+// MarkAuditSettled, when the audit has the request committed; a release marked
+// MarkAuditReleased when the audit has it failed; else a release of the whole reserve marked
+// MarkUnsettledCrash, logged and counted. It is safe with any number of replicas running: a
+// live replica's reserves are never touched, and the ledger's unique indexes make two
+// reconcilers (or a reconciler and a late settle) write each kind at most once per request.
+type Reconciler struct {
+	st      ReplicaStore
+	ledger  Store
+	id      string
+	started time.Time
+	o       ReconcilerOptions
+}
+
+// NewReconciler returns the reconciler of the replica id over st (both the ledger and the
+// replica store; usually one SQL store).
+func NewReconciler(st Store, rs ReplicaStore, id string, o ReconcilerOptions) *Reconciler {
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeatInterval
+	}
+	if o.ReplicaTimeout <= 0 {
+		o.ReplicaTimeout = DefaultReplicaTimeout
+	}
+	if o.Audit == nil {
+		o.Audit = func(context.Context, string) (LedgerEntry, bool, bool, error) {
+			return LedgerEntry{}, false, false, nil
+		}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Count == nil {
+		o.Count = func(string) {}
+	}
+	return &Reconciler{st: rs, ledger: st, id: id, started: time.Now(), o: o}
+}
+
+// Beat writes the replica's heartbeat now. Call it once before the replica's first reserve.
+func (r *Reconciler) Beat(ctx context.Context) error {
+	return r.st.Heartbeat(ctx, r.id, r.started, time.Now())
+}
+
+// reconcileBatch is the most open reserves one pass closes in one ledger transaction.
+const reconcileBatch = 256
+
+// Reconcile closes the open reserves of the replicas gone at now, in batches, and returns how
+// many entries it wrote.
+func (r *Reconciler) Reconcile(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for {
+		open, err := r.st.OpenReserves(ctx, now.Add(-r.o.ReplicaTimeout), reconcileBatch)
+		if err != nil || len(open) == 0 {
+			return total, err
+		}
+		ends := make([]LedgerEntry, 0, len(open))
+		marks := make([]string, 0, len(open))
+		crashed := 0
+		for i := range open {
+			res := &open[i]
+			settle, committed, found, err := r.o.Audit(ctx, res.RequestID)
+			if err != nil {
+				return total, err
+			}
+			end := LedgerEntry{At: now.UTC(), AccountID: res.AccountID, KeyID: res.KeyID, RequestID: res.RequestID,
+				Model: res.Model, Kind: KindRelease, AmountMicroUSD: res.AmountMicroUSD}
+			switch {
+			case found && committed:
+				settle.At, settle.AccountID, settle.KeyID, settle.RequestID = end.At, end.AccountID, end.KeyID, end.RequestID
+				settle.Kind, settle.Mark = KindSettle, MarkAuditSettled
+				if settle.Model == "" {
+					settle.Model = res.Model
+				}
+				end = settle
+			case found:
+				end.Mark = MarkAuditReleased
+			default:
+				end.Mark = MarkUnsettledCrash
+				crashed++
+			}
+			ends = append(ends, end)
+			marks = append(marks, end.Mark)
+		}
+		if err := r.ledger.AppendLedger(ctx, ends); err != nil {
+			return total, err
+		}
+		for _, m := range marks {
+			r.o.Count(m)
+		}
+		total += len(ends)
+		r.o.Logf("accounts: reconciled %d reserves of replicas gone (%d %s: served or not, unknown; nothing billed); first request %s",
+			len(ends), crashed, MarkUnsettledCrash, open[0].RequestID)
+		if len(open) < reconcileBatch {
+			return total, nil
+		}
+	}
+}
+
+// Run writes the heartbeat and reconciles every Heartbeat interval until ctx is done, then
+// returns nil; it reconciles once at once (start-up). Store failures are logged (at most once a
+// minute) and retried at the next interval.
+func (r *Reconciler) Run(ctx context.Context) error {
+	t := time.NewTicker(r.o.Heartbeat)
+	defer t.Stop()
+	var lastLog time.Time
+	for {
+		err := r.Beat(ctx)
+		if err == nil {
+			_, err = r.Reconcile(ctx, time.Now())
+		}
+		if err == nil {
+			err = r.st.ForgetReplicas(ctx, time.Now().Add(-24*time.Hour))
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+			if now := time.Now(); now.Sub(lastLog) >= time.Minute {
+				r.o.Logf("accounts: ledger heartbeat or reconciliation failed, retrying: %v", err)
+				lastLog = now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
