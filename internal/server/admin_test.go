@@ -132,7 +132,10 @@ func TestAdminFlow(t *testing.T) {
 	}
 	ledger := mustAdmin(t, g, 200, "GET", "/admin/v1/accounts/"+acctID+"/ledger", "")
 	es := ledger.Get("entries").Array()
-	if len(es) != 2 || es[0].Get("kind").String() != "credit" || es[1].Get("kind").String() != "settle" {
+	// credit, settle, then the request's reserve of 0 (it holds no money: the trace of its
+	// dispatch, written before it), newest first.
+	if len(es) != 3 || es[0].Get("kind").String() != "credit" || es[1].Get("kind").String() != "settle" ||
+		es[2].Get("kind").String() != "reserve" || es[2].Get("cost_micro_usd").Int() != 0 || es[2].Get("request_id").String() != rid {
 		t.Fatalf("ledger %s", ledger.Raw)
 	}
 	e := es[1]
