@@ -76,7 +76,6 @@ func TestMain(m *testing.M) {
 // cluster is N replicas of one configuration (one store, one admission store, one emulated
 // provider), each on its own port.
 type cluster struct {
-	t        *testing.T
 	bin      string
 	dir      string
 	pgURL    string
@@ -103,7 +102,7 @@ func newCluster(t *testing.T, n int) *cluster {
 	if os.Getenv(storetest.EnvPostgresURL) == "" || redisURL == "" {
 		t.Skipf("the replica tests need %s and %s (.ci/run sets both): skipped", storetest.EnvPostgresURL, EnvRedisURL)
 	}
-	c := &cluster{t: t, bin: binary(t), dir: t.TempDir(), pgURL: storetest.PostgresURL(t)}
+	c := &cluster{bin: binary(t), dir: t.TempDir(), pgURL: storetest.PostgresURL(t)}
 	db, err := sql.Open("pgx", c.pgURL)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +148,7 @@ deployments:
 	}
 	var wg sync.WaitGroup
 	for _, r := range c.reps {
-		wg.Go(func() { c.start(r) })
+		wg.Go(func() { c.start(t, r) })
 	}
 	wg.Wait()
 	t.Cleanup(func() {
@@ -189,17 +188,17 @@ func freePort(t *testing.T) string {
 
 // start runs r's process and waits (up to 60 s) until it answers /readyz; it reports failures
 // with t.Errorf (it runs on several goroutines at once).
-func (c *cluster) start(r *replica) {
+func (c *cluster) start(t *testing.T, r *replica) {
 	logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		c.t.Error(err)
+		t.Error(err)
 		return
 	}
 	cmd := exec.Command(c.bin, "serve", "--config", r.cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		c.t.Errorf("starting replica %d: %v", r.i, err)
+		t.Errorf("starting replica %d: %v", r.i, err)
 		return
 	}
 	r.cmd, r.done = cmd, make(chan struct{})
@@ -209,7 +208,7 @@ func (c *cluster) start(r *replica) {
 		select {
 		case <-r.done:
 			b, _ := os.ReadFile(r.log)
-			c.t.Errorf("replica %d exited at start:\n%s", r.i, tail(b, 4000))
+			t.Errorf("replica %d exited at start:\n%s", r.i, tail(b, 4000))
 			return
 		default:
 		}
@@ -222,7 +221,7 @@ func (c *cluster) start(r *replica) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c.t.Errorf("replica %d not ready within 60 s", r.i)
+	t.Errorf("replica %d not ready within 60 s", r.i)
 }
 
 // kill ends r's process with SIGKILL (kill -9: no drain, nothing flushed) and waits for it.
@@ -237,23 +236,23 @@ func (c *cluster) kill(r *replica) {
 
 // admin sends an admin API request to replica r and decodes the JSON answer into out (nil:
 // ignored), failing t unless the status is want.
-func (c *cluster) admin(r *replica, want int, method, path, body string, out any) {
-	c.t.Helper()
+func (c *cluster) admin(t *testing.T, r *replica, want int, method, path, body string, out any) {
+	t.Helper()
 	req, _ := http.NewRequest(method, r.url+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+adminToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
-		c.t.Fatalf("%s %s: %d %s; want %d", method, path, resp.StatusCode, b, want)
+		t.Fatalf("%s %s: %d %s; want %d", method, path, resp.StatusCode, b, want)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: %v in %s", method, path, err, b)
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
 		}
 	}
 }
@@ -261,15 +260,15 @@ func (c *cluster) admin(r *replica, want int, method, path, body string, out any
 // account creates an account with settings (a JSON object) through replica 0, credits it
 // creditUSD ("" credits nothing) and creates a key of it with keySettings; it returns the
 // account id, the key id and its secret.
-func (c *cluster) account(settings, creditUSD, keySettings string) (acct, keyID, secret string) {
-	c.t.Helper()
+func (c *cluster) account(t *testing.T, settings, creditUSD, keySettings string) (acct, keyID, secret string) {
+	t.Helper()
 	var a struct{ ID string }
-	c.admin(c.reps[0], 201, "POST", "/admin/v1/accounts", `{"name":"replicas","settings":`+settings+`}`, &a)
+	c.admin(t, c.reps[0], 201, "POST", "/admin/v1/accounts", `{"name":"replicas","settings":`+settings+`}`, &a)
 	if creditUSD != "" {
-		c.admin(c.reps[0], 200, "POST", "/admin/v1/accounts/"+a.ID+"/credits", `{"amount_usd":`+creditUSD+`}`, nil)
+		c.admin(t, c.reps[0], 200, "POST", "/admin/v1/accounts/"+a.ID+"/credits", `{"amount_usd":`+creditUSD+`}`, nil)
 	}
 	var k struct{ ID, Secret string }
-	c.admin(c.reps[0], 201, "POST", "/admin/v1/keys", `{"account_id":"`+a.ID+`","name":"k","settings":`+keySettings+`}`, &k)
+	c.admin(t, c.reps[0], 201, "POST", "/admin/v1/keys", `{"account_id":"`+a.ID+`","name":"k","settings":`+keySettings+`}`, &k)
 	return a.ID, k.ID, k.Secret
 }
 
@@ -319,18 +318,18 @@ type ledgerRow struct {
 	micro                          int64
 }
 
-func (c *cluster) ledger(acct string) []ledgerRow {
-	c.t.Helper()
+func (c *cluster) ledger(t *testing.T, acct string) []ledgerRow {
+	t.Helper()
 	rows, err := c.db.Query(`SELECT request_id, kind, mark, replica, amount_micro_usd FROM ledger WHERE account_id = $1 ORDER BY id`, acct)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out []ledgerRow
 	for rows.Next() {
 		var r ledgerRow
 		if err := rows.Scan(&r.requestID, &r.kind, &r.mark, &r.replica, &r.micro); err != nil {
-			c.t.Fatal(err)
+			t.Fatal(err)
 		}
 		out = append(out, r)
 	}
@@ -338,21 +337,21 @@ func (c *cluster) ledger(acct string) []ledgerRow {
 }
 
 // openReserves counts the account's reserves not yet ended.
-func (c *cluster) openReserves(acct string) int {
-	c.t.Helper()
+func (c *cluster) openReserves(t *testing.T, acct string) int {
+	t.Helper()
 	var n int
 	if err := c.db.QueryRow(`SELECT COUNT(*) FROM ledger_open o JOIN ledger l ON l.request_id = o.request_id AND l.kind = 'reserve'
         WHERE l.account_id = $1`, acct).Scan(&n); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return n
 }
 
-func (c *cluster) balance(acct string) int64 {
-	c.t.Helper()
+func (c *cluster) balance(t *testing.T, acct string) int64 {
+	t.Helper()
 	var b int64
 	if err := c.db.QueryRow(`SELECT balance_micro_usd FROM accounts WHERE id = $1`, acct).Scan(&b); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return b
 }
