@@ -213,7 +213,7 @@ func testKillUnderLoad(t *testing.T, c *cluster) {
 // (issue 10 item 1, wired in internal/server/call.go by the reservation type of item 7). Until
 // then each replica reserves against its own cached balance and the prepaid checks below are
 // reported, not asserted. Set it to true when call.go passes admission.Request.CreditAccount.
-const sharedCredit = false
+const sharedCredit = true
 
 // burst sends n chat completions at once with secret, round robin over the replicas reps, and
 // returns what the callers saw.

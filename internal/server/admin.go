@@ -66,7 +66,12 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 	}
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
-		AccountLayers: func(id string) []admission.Layer { return s.live.Load().acctLayers[id] },
+		AccountLayers: func(id string) []admission.Layer {
+			if live := s.live.Load(); live != nil {
+				return live.acctLayers[id]
+			}
+			return s.acctLayers[id] // the first load, in New, before the snapshot is published
+		},
 		OnChange:      s.onChange,
 		Balances:      s.syncBalance})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
