@@ -209,12 +209,6 @@ func testKillUnderLoad(t *testing.T, c *cluster) {
 		len(served), servedBy, failed, servedSettled, servedMarked, marks, reconciledAfter.Round(100*time.Millisecond))
 }
 
-// sharedCredit says the request path reserves prepaid credit in the shared admission store
-// (issue 10 item 1, wired in internal/server/call.go by the reservation type of item 7). Until
-// then each replica reserves against its own cached balance and the prepaid checks below are
-// reported, not asserted. Set it to true when call.go passes admission.Request.CreditAccount.
-const sharedCredit = true
-
 // burst sends n chat completions at once with secret, round robin over the replicas reps, and
 // returns what the callers saw.
 func burst(c *cluster, reps []*replica, secret string, n, parallel int) []chatResult {
@@ -388,7 +382,7 @@ func testMoneyUnderConcurrency(t *testing.T, c *cluster) {
 				time.Sleep(100 * time.Millisecond) // a 503 while Redis timed out: ask again
 			}
 		}
-		if !exhausted && (k.name != "prepaid" || sharedCredit) {
+		if !exhausted {
 			t.Errorf("%s: never refused after the burst", k.name)
 		}
 		c.flushLedgers(t, k.acct)
@@ -407,11 +401,7 @@ func testMoneyUnderConcurrency(t *testing.T, c *cluster) {
 		if served+refused+degraded < 300 {
 			t.Errorf("%s: of 300, %d served and %d refused; the others failed (statuses %v)", k.name, served, refused, statuses)
 		}
-		if settled > k.capMicro+3*maxReserve && k.name == "prepaid" && !sharedCredit {
-			t.Logf("SKIPPED CHECK: prepaid settled %d micro-USD against a credit of %d: call.go still reserves prepaid credit "+
-				"in each replica's own cache (admission.Request.CreditAccount is not used yet), so each replica can spend the "+
-				"whole balance; this check turns on with sharedCredit once the request path reserves it in the shared store", settled, k.capMicro)
-		} else if settled > k.capMicro+3*maxReserve {
+		if settled > k.capMicro+3*maxReserve {
 			t.Errorf("%s: settled %d micro-USD against a cap of %d: more than one reserve (%d) per replica over", k.name, settled, k.capMicro, maxReserve)
 		}
 		for rid, n := range settles {
@@ -422,7 +412,7 @@ func testMoneyUnderConcurrency(t *testing.T, c *cluster) {
 		if len(settles) != served {
 			t.Errorf("%s: %d settles for %d requests served", k.name, len(settles), served)
 		}
-		if k.name == "prepaid" && sharedCredit {
+		if k.name == "prepaid" {
 			if b := c.balance(t, k.acct); b != creditMicro-settled || b < -3*maxReserve {
 				t.Errorf("prepaid: stored balance %d, want credit %d - settles %d, and not below -3 reserves", b, creditMicro, settled)
 			}
@@ -439,11 +429,7 @@ func testMoneyUnderConcurrency(t *testing.T, c *cluster) {
 		t.FailNow()
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
-	keys := []string{budgetKey}
-	if sharedCredit {
-		keys = append(keys, prepaidKey)
-	}
-	for _, secret := range keys {
+	for _, secret := range []string{prepaidKey, budgetKey} {
 		refusals := 0
 		for range 10 {
 			res := chat(context.Background(), client, r, secret)
