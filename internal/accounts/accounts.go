@@ -139,7 +139,7 @@ type LedgerEntry struct {
 	UsageProvenance string
 	// Replica is the id of the gateway process that wrote a reserve entry (the Writer's
 	// replica, e.g. "rep_..."): the crash reconciliation closes the reserves of replicas that
-	// are gone. "" for the other kinds, and for entries written before store migration 0006.
+	// are gone. "" for the other kinds, and for entries written before store migration 0007.
 	Replica string
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // ReplicaStore is what the crash reconciliation needs of the store besides AppendLedger: the
-// replicas' heartbeats and the reserves not yet ended (store migration 0006). The SQL stores
+// replicas' heartbeats and the reserves not yet ended (store migration 0007). The SQL stores
 // implement it.
 type ReplicaStore interface {
 	// Heartbeat records that the replica id (started at started) is alive at now, creating its

@@ -72,8 +72,8 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 			}
 			return s.acctLayers[id] // the first load, in New, before the snapshot is published
 		},
-		OnChange:      s.onChange,
-		Balances:      s.syncBalance})
+		OnChange: s.onChange,
+		Balances: s.syncBalance})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := s.reloadRoutable(ctx); err != nil {

@@ -87,8 +87,8 @@ func TestReopen(t *testing.T) {
 		t.Errorf("after reopen: %+v, %v", got, err)
 	}
 	var versions int
-	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 6 {
-		t.Errorf("schema_migrations rows = %d, %v; want 6", versions, err)
+	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 7 {
+		t.Errorf("schema_migrations rows = %d, %v; want 7", versions, err)
 	}
 	// The JSON columns are JSONB, queryable as such.
 	var n int
@@ -120,8 +120,8 @@ func TestConcurrentOpen(t *testing.T) {
 		return
 	}
 	var versions int
-	if err := dbs[0].db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 6 {
-		t.Errorf("schema_migrations rows = %d, %v; want 6", versions, err)
+	if err := dbs[0].db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 7 {
+		t.Errorf("schema_migrations rows = %d, %v; want 7", versions, err)
 	}
 }
 

@@ -70,8 +70,8 @@ func TestWALAndReopen(t *testing.T) {
 		t.Errorf("after reopen: %+v, %v", got, err)
 	}
 	var versions int
-	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 6 {
-		t.Errorf("schema_migrations rows = %d, %v; want 6", versions, err)
+	if err := db.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 7 {
+		t.Errorf("schema_migrations rows = %d, %v; want 7", versions, err)
 	}
 	if err := db.Ping(ctx); err != nil {
 		t.Errorf("Ping: %v", err)

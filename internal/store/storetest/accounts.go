@@ -441,7 +441,7 @@ func testConcurrentSettles(t *testing.T, st accounts.Store) {
 // change no balance, whether a request settles, releases, or is still in flight (a reserve
 // alone); a retried batch (its commit lost) bills its settle once and leaves the balance
 // exactly where one write left it, and stores its reserve and release entries once too (one
-// entry of each kind per request: store migration 0006); a reserve reads back older than the
+// entry of each kind per request: store migration 0007); a reserve reads back older than the
 // settle or release that ends it.
 func testLedgerReserveRelease(t *testing.T, st accounts.Store) {
 	seed(t, st)

@@ -1,4 +1,4 @@
--- 0006: a crash never leaves a request's money without a trace (docs/deploy.md "A replica
+-- 0007: a crash never leaves a request's money without a trace (docs/deploy.md "A replica
 -- killed"). Every reserve entry names the replica (process) that wrote it; ledger_open lists the
 -- reserves not yet ended by a settle or a release (written and removed in the ledger writer's
 -- transactions); replicas holds each replica's heartbeat, so that a reserve whose replica is gone
@@ -24,10 +24,9 @@ CREATE INDEX ledger_open_at ON ledger_open (at);
 
 -- Duplicates of earlier versions' retried batches (they change no balance) go before the
 -- unique indexes are built.
-CREATE INDEX ledger_dedupe ON ledger (request_id, kind, id);
-DELETE FROM ledger WHERE kind IN ('reserve', 'release') AND request_id <> ''
-    AND EXISTS (SELECT 1 FROM ledger d WHERE d.request_id = ledger.request_id AND d.kind = ledger.kind AND d.id < ledger.id);
-DROP INDEX ledger_dedupe;
+DELETE FROM ledger a USING ledger b
+    WHERE a.kind IN ('reserve', 'release') AND a.request_id <> ''
+      AND b.kind = a.kind AND b.request_id = a.request_id AND b.id < a.id;
 
 CREATE UNIQUE INDEX ledger_reserve_request ON ledger (request_id) WHERE kind = 'reserve' AND request_id <> '';
 CREATE UNIQUE INDEX ledger_release_request ON ledger (request_id) WHERE kind = 'release' AND request_id <> '';
