@@ -174,6 +174,53 @@ func (req *Request) Metered() bool {
 	return false
 }
 
+// mergeLayers returns ls with the layers of one scope and id merged into one, each limit the
+// tighter of the two (a non-zero limit over none, the smaller over the larger; the budget
+// period of the tighter budget), so that a request counts once on one set of counters even when
+// two sources limit the same layer (a stored account's settings and the configured accounts[]).
+// It allocates only when ls has such duplicates.
+func mergeLayers(ls []Layer) []Layer {
+	dup := false
+	for i := range ls {
+		for j := i + 1; j < len(ls); j++ {
+			dup = dup || (ls[i].Scope == ls[j].Scope && ls[i].ID == ls[j].ID)
+		}
+	}
+	if !dup {
+		return ls
+	}
+	out := make([]Layer, 0, len(ls))
+	for _, l := range ls {
+		k := -1
+		for i := range out {
+			if out[i].Scope == l.Scope && out[i].ID == l.ID {
+				k = i
+			}
+		}
+		if k < 0 {
+			out = append(out, l)
+			continue
+		}
+		a, b := &out[k].Limits, &l.Limits
+		a.RPM, a.TPM, a.Concurrency = tighter(a.RPM, b.RPM), tighter(a.TPM, b.TPM), tighter(a.Concurrency, b.Concurrency)
+		if t := tighter(a.BudgetMicroUSD, b.BudgetMicroUSD); t != a.BudgetMicroUSD {
+			a.BudgetMicroUSD, a.BudgetPeriod = t, b.BudgetPeriod
+		}
+	}
+	return out
+}
+
+// tighter is the tighter of two limits, 0 being none.
+func tighter(a, b int64) int64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
 // MaxLayers is the most layers one Request may carry (account, workspace, key, and one spare).
 const MaxLayers = 4
 

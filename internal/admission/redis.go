@@ -428,6 +428,7 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, failure.Wrap(failure.Cancelled, "the request was cancelled", err)
 	}
+	req.Layers = mergeLayers(req.Layers)
 	if countLayers(req.Layers) > MaxLayers {
 		return nil, failure.Wrap(failure.GatewayError, "internal error", errTooManyLayers)
 	}

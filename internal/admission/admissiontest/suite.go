@@ -129,6 +129,7 @@ func Run(t *testing.T, b Backend) {
 		{"ZeroLimits", testZeroLimits},
 		{"LayersAllOrNothing", testLayersAllOrNothing},
 		{"WorkspaceScope", testWorkspaceScope},
+		{"SameLayerTwice", testSameLayerTwice},
 		{"SlidingWindow", testSlidingWindow},
 		{"SettleCorrectsTokens", testSettleCorrectsTokens},
 		{"ExactlyOnce", testExactlyOnce},
@@ -257,6 +258,24 @@ func testLayersAllOrNothing(t *testing.T, b Backend) {
 	}
 	if u := usage(t, s, tight[1]); u.InFlight != 1 {
 		t.Errorf("account in flight = %d, want 1", u.InFlight)
+	}
+}
+
+// testSameLayerTwice: one layer limited by two sources in one request (a stored account's
+// settings and the configured accounts[]) counts the request once, held to the tighter limits.
+func testSameLayerTwice(t *testing.T, b Backend) {
+	s := b.Open(t, NewClock().Now, nil)
+	ly := []admission.Layer{
+		{Scope: admission.ScopeAccount, ID: "acme", Limits: admission.Limits{RPM: 5, BudgetMicroUSD: 1000, BudgetPeriod: admission.PeriodTotal}},
+		{Scope: admission.ScopeAccount, ID: "acme", Limits: admission.Limits{RPM: 3, Concurrency: 10}},
+	}
+	for range 3 {
+		acquire(t, s, admission.Request{Layers: ly, ReserveMicroUSD: 100})
+	}
+	_, err := s.Acquire(context.Background(), admission.Request{Layers: ly, ReserveMicroUSD: 100})
+	refusal(t, err, failure.RateLimited, admission.KindRPM)
+	if u := usage(t, s, ly[0]); u.Requests != 3 || u.InFlight != 3 || u.ReservedMicroUSD != 300 {
+		t.Errorf("usage %+v, want 3 requests, 3 in flight and 300 reserved (each request once)", u)
 	}
 }
 
