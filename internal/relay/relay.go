@@ -770,10 +770,11 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 	r.a.CostUSD = costUSD(u, r.a.Price)
 }
 
-// MaxUsageTokens bounds each provider-reported token count (2^60): absurd reports saturate
-// there, and a negative one counts 0, so that no sum of usage (the tokens a limit settles, the
-// cost) can overflow or refund.
-const MaxUsageTokens = 1 << 60
+// MaxUsageTokens bounds each provider-reported token count (2^40, about 10^12: far above any
+// real request): absurd reports saturate there, and a negative one counts 0, so that no sum of
+// usage (the tokens a limit settles, a cost, a ledger's total over many such requests) can
+// overflow or refund.
+const MaxUsageTokens = 1 << 40
 
 // saturateUsage clamps every count of u to [0, MaxUsageTokens].
 func saturateUsage(u dialect.Usage) dialect.Usage {
