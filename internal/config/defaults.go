@@ -12,24 +12,32 @@ const (
 	DefaultListen        = "127.0.0.1:8080"
 	DefaultMaxBodyBytes  = 32 << 20 // 33554432 bytes
 	DefaultShutdownGrace = 30 * time.Second
-	DefaultStoreURL      = "sqlite://switchyard.db"
-	DefaultAdmissionURL  = "memory://"
-	DefaultStrategy      = "price"
-	DefaultBlendInput    = 3 // price_blend input weight
-	DefaultBlendOutput   = 1 // price_blend output weight
-	DefaultHeaders       = 60 * time.Second
-	DefaultStreamHeaders = 20 * time.Second
-	DefaultStreamIdle    = 60 * time.Second
-	DefaultFirstOutput   = 30 * time.Second
-	DefaultFailures      = 2
-	DefaultCooldown      = 30 * time.Second
-	DefaultWeight        = 1
-	DefaultAccount       = "default"
+	// DefaultBodyTimeout is server.body_timeout: the time to send a request body.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultMaxInflightBodyBytes is server.max_inflight_body_bytes (256 MiB): the bytes all
+	// request bodies in flight may hold together.
+	DefaultMaxInflightBodyBytes = 256 << 20
+	// DefaultMaxHeaderBytes is server.max_header_bytes (1 MiB, net/http's default).
+	DefaultMaxHeaderBytes = 1 << 20
+	DefaultStoreURL       = "sqlite://switchyard.db"
+	DefaultAdmissionURL   = "memory://"
+	DefaultStrategy       = "price"
+	DefaultBlendInput     = 3 // price_blend input weight
+	DefaultBlendOutput    = 1 // price_blend output weight
+	DefaultHeaders        = 60 * time.Second
+	DefaultStreamHeaders  = 20 * time.Second
+	DefaultStreamIdle     = 60 * time.Second
+	DefaultFirstOutput    = 30 * time.Second
+	DefaultFailures       = 2
+	DefaultCooldown       = 30 * time.Second
+	DefaultWeight         = 1
+	DefaultAccount        = "default"
 )
 
 // applyDefaults fills every field that was left out. A field written explicitly with a zero
 // value is not defaulted where zero means something else than "unset" (weight: 0,
-// failures: 0, a 0s deadline, max_body_bytes: 0, price_blend {0, 0}): Validate rejects it
+// failures: 0, a 0s deadline, max_body_bytes: 0, max_inflight_body_bytes: 0,
+// max_header_bytes: 0, price_blend {0, 0}): Validate rejects it
 // rather than silently replacing it. shutdown_grace: 0s is kept (no grace). Empty strings are
 // always defaulted. For a Config built in Go every zero value counts as left out.
 func applyDefaults(c *Config) {
@@ -42,6 +50,13 @@ func applyDefaults(c *Config) {
 	}
 	if c.Server.ShutdownGrace == 0 && !p.has("server.shutdown_grace") {
 		c.Server.ShutdownGrace = Duration(DefaultShutdownGrace)
+	}
+	defaultDuration(&c.Server.BodyTimeout, DefaultBodyTimeout, p, "server.body_timeout")
+	if c.Server.MaxInflightBodyBytes == 0 && !p.has("server.max_inflight_body_bytes") {
+		c.Server.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
+	if c.Server.MaxHeaderBytes == 0 && !p.has("server.max_header_bytes") {
+		c.Server.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if c.Store.URL == "" {
 		c.Store.URL = DefaultStoreURL

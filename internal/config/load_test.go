@@ -22,7 +22,8 @@ func TestLoadFull(t *testing.T) {
 	if c.File != path {
 		t.Errorf("File = %q, want %q", c.File, path)
 	}
-	wantServer := Server{Listen: "127.0.0.1:9090", MaxBodyBytes: 1 << 20, ShutdownGrace: Duration(45 * time.Second)}
+	wantServer := Server{Listen: "127.0.0.1:9090", MaxBodyBytes: 1 << 20, ShutdownGrace: Duration(45 * time.Second),
+		BodyTimeout: Duration(10 * time.Second), MaxInflightBodyBytes: 64 << 20, MaxHeaderBytes: 65536}
 	if c.Server != wantServer {
 		t.Errorf("Server = %+v, want %+v", c.Server, wantServer)
 	}
@@ -87,7 +88,8 @@ func TestDefaults(t *testing.T) {
 			t.Fatalf("%q: %v", src, err)
 		}
 		want := Config{
-			Server:    Server{Listen: "127.0.0.1:8080", MaxBodyBytes: 33554432, ShutdownGrace: Duration(30 * time.Second)},
+			Server: Server{Listen: "127.0.0.1:8080", MaxBodyBytes: 33554432, ShutdownGrace: Duration(30 * time.Second),
+				BodyTimeout: Duration(30 * time.Second), MaxInflightBodyBytes: 256 << 20, MaxHeaderBytes: 1 << 20},
 			Store:     Store{URL: "sqlite://switchyard.db"},
 			Admission: Admission{URL: "memory://"},
 			Routing: Routing{
@@ -184,6 +186,9 @@ func TestValidateRules(t *testing.T) {
 		{"price_blend both zero", "routing:\n  price_blend: {input: 0, output: 0}\n", 2, `routing.price_blend: input and output weights are both 0`},
 		{"price_blend inf", "routing:\n  price_blend: {input: .inf, output: 1}\n", 2, `routing.price_blend.input: must be a finite number >= 0, got +Inf`},
 		{"max_body_bytes zero", "server:\n  max_body_bytes: 0\n", 2, `server.max_body_bytes: must be > 0 bytes, got 0`},
+		{"body_timeout zero", "server:\n  body_timeout: 0s\n", 2, `server.body_timeout: must be > 0, got 0s (omit it for the default 30s)`},
+		{"max_inflight_body_bytes zero", "server:\n  max_inflight_body_bytes: 0\n", 2, `server.max_inflight_body_bytes: must be > 0 bytes, got 0`},
+		{"max_header_bytes small", "server:\n  max_header_bytes: 100\n", 2, `server.max_header_bytes: must be >= 4096 bytes, got 100`},
 		{"listen bad port", "server:\n  listen: 127.0.0.1:http\n", 2, `server.listen: "127.0.0.1:http" is not HOST:PORT`},
 		{"listen port range", "server:\n  listen: :70000\n", 2, `server.listen: ":70000" is not HOST:PORT`},
 		{"stream_idle zero", "routing:\n  timeouts:\n    stream_idle: 0s\n", 3, `routing.timeouts.stream_idle: must be > 0, got 0s (omit it for the default 1m0s)`},

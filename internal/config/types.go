@@ -42,6 +42,21 @@ type Server struct {
 	// endpoint (public_fallback: false) shows in x-switchyard-provider and provider_metadata,
 	// whichever route served (seed 000; issue 11 item 7).
 	Name string `yaml:"name"`
+	// BodyTimeout is how long a caller has, from the end of its request headers, to send the
+	// whole request body (default 30s; docs/behaviour.md "Request limits"). Past it the read
+	// fails and a caller still connected gets 400 invalid_request; a request without a body
+	// is not affected, nor is the time spent answering (streams).
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// MaxInflightBodyBytes caps the bytes held by the bodies of all requests in flight together
+	// (default 256 MiB): each body counts its Content-Length (a chunked body, the bytes received
+	// so far in 64 KiB steps) from before it is read until its request ends. A request that
+	// would pass the cap is refused at once with 503 gateway_error and retry-after (413
+	// request_too_large when its body alone is over the cap).
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
+	// MaxHeaderBytes caps a request's header block, request line included (default 1 MiB; Go's
+	// net/http allows 4 KiB of slack over it). Larger is 431 request_too_large in the caller's
+	// dialect.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
 }
 
 // Store selects the embedded or shared store: sqlite://REL, sqlite:///ABS, postgres://...

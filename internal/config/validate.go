@@ -27,7 +27,8 @@ func validStrategy(s string) bool {
 // errors.Join, each a *Problem with file:line when the Config was read by Load or Parse. It
 // rejects, and never corrects:
 //
-//   - server: listen not HOST:PORT; max_body_bytes <= 0; negative shutdown_grace.
+//   - server: listen not HOST:PORT; max_body_bytes <= 0; negative shutdown_grace; body_timeout
+//     <= 0; max_inflight_body_bytes <= 0; max_header_bytes < 4096.
 //   - store.url not sqlite://PATH, postgres:// or postgresql://; admission.url not memory://,
 //     redis:// or rediss://.
 //   - routing: a strategy other than price, latency, throughput, reliability, balanced or
@@ -103,6 +104,15 @@ func (v *validator) server(s *Server) {
 	}
 	if s.Name != "" {
 		v.token("server.name", s.Name)
+	}
+	if s.BodyTimeout <= 0 {
+		v.add("server.body_timeout", "must be > 0, got %s (omit it for the default %s)", s.BodyTimeout, DefaultBodyTimeout)
+	}
+	if s.MaxInflightBodyBytes <= 0 {
+		v.add("server.max_inflight_body_bytes", "must be > 0 bytes, got %d (omit it for the default %d)", s.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
+	}
+	if s.MaxHeaderBytes < 4096 {
+		v.add("server.max_header_bytes", "must be >= 4096 bytes, got %d (omit it for the default %d)", s.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	}
 }
 
