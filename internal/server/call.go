@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -18,9 +16,14 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
-// callState is the pooled working memory of one model call.
+// callState is the pooled working memory of one model call. releaseCall returns it to the
+// pool, without buffers over maxPooledBytes.
 type callState struct {
-	body bytes.Buffer
+	// body is the caller's request body (readBody).
+	body []byte
+	// held is the bytes of body charged to the in-flight cap (server.max_inflight_body_bytes;
+	// body.go), returned by releaseCall.
+	held int64
 	plan plan.Plan
 	req  relay.Request
 	// stripped is the body without the members the gateway consumes (routing.go).
@@ -47,7 +50,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	rid := requestID(w)
 	codec := sf.codec
 	cs := s.pool.Get().(*callState)
-	defer s.pool.Put(cs)
+	defer s.releaseCall(cs) // the in-flight body bytes too, also on a panic
 	rec := &audit.Record{RequestID: rid, Surface: sf.name, CreatedAt: start}
 	ob := &cs.obs
 	ob.reset()
@@ -65,7 +68,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		return
 	}
 	rec.Account, ob.keyID = who.account, who.keyID
-	body, err := s.readBody(w, r, &cs.body)
+	body, err := s.readBody(w, r, cs)
 	if err != nil {
 		fail(err)
 		return
@@ -156,25 +159,49 @@ func bill(res *billing.Reservation, out *relay.Result, reserveMicroUSD int64) {
 	})
 }
 
-// readBody reads the whole body once (architecture: before any dispatch, golang/go#40747),
-// capped at server.max_body_bytes: larger is 413 request_too_large.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, buf *bytes.Buffer) ([]byte, error) {
-	buf.Reset()
-	if r.ContentLength > s.maxBody {
+// readBody reads the whole body once (architecture: before any dispatch, golang/go#40747) into
+// cs.body, under the request limits of docs/behaviour.md "Request limits":
+//   - server.max_body_bytes: a larger body is 413 request_too_large (from its Content-Length,
+//     before reading, or once that many bytes arrived);
+//   - server.max_inflight_body_bytes: the body's bytes are charged to the cap of all bodies in
+//     flight before they are read (holdBody); over it, 503 gateway_error with retry-after;
+//   - server.body_timeout: the read deadline of the connection is set to now + body_timeout
+//     for the read and cleared after it (net/http clears it too when the body ends, for its
+//     background read): the answer (a stream) and a kept-alive connection's next request
+//     have no such deadline; past it, 400 invalid_request;
+//   - a body that cannot be read (bad chunked framing, shorter than its Content-Length) is 400
+//     invalid_request; only a connection reset is cancelled (bodyReadError).
+//
+// No goroutine, timer or per-request allocation beyond the body buffer itself (when the pooled
+// one is too small) and net/http's MaxBytesReader.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, cs *callState) ([]byte, error) {
+	n := r.ContentLength
+	if n > s.maxBody {
 		return nil, tooLarge(s.maxBody)
 	}
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	if n == 0 {
+		return cs.body[:0], nil
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody))
+	rc := http.NewResponseController(w)
+	// An http.ResponseWriter that cannot set deadlines (a test recorder, a wrapper without
+	// Unwrap) reads without one.
+	timed := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
+	src := http.MaxBytesReader(w, r.Body, s.maxBody)
+	var err error
+	if n > 0 {
+		err = s.readKnown(src, cs, n)
+	} else {
+		err = s.readChunked(src, cs)
+	}
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge(s.maxBody)
-		}
-		return nil, &failure.Error{Class: failure.Cancelled, Msg: "the request body could not be read", Cause: err}
+		// The deadline stays: net/http discards what is left of the body after the handler,
+		// and that must not wait longer either.
+		return nil, s.bodyReadError(err)
 	}
-	return buf.Bytes(), nil
+	if timed {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return cs.body, nil
 }
 
 func tooLarge(limit int64) error {

@@ -57,14 +57,14 @@ var storeBackends = []storeBackend{
 // ({{NAME}} replaced by each fake's base URL), its audit, accounts, keys and ledger in st.
 // g.Store is st when st is a *sqlite.DB, else nil. Everything, st included, stops at the end of
 // the test.
-func startGatewayStore(t *testing.T, st store.Store, yaml string, fakes ...fakeSpec) *gateway {
+func startGatewayStore(t testing.TB, st store.Store, yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
 	return startGatewayWith(t, st, nil, yaml, fakes...)
 }
 
 // startGatewayWith is startGatewayStore with the admission store admit (nil: the one
 // admission.url names); g.Admission is nil unless the store is the in-memory one.
-func startGatewayWith(t *testing.T, st store.Store, admit admission.Store, yaml string, fakes ...fakeSpec) *gateway {
+func startGatewayWith(t testing.TB, st store.Store, admit admission.Store, yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
 	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
 	closeStore := func() { _ = st.Close() }

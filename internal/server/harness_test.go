@@ -60,7 +60,7 @@ func an(name string) fakeSpec { return fakeSpec{name, catalog.Anthropic} }
 // startGateway starts emulated providers, then the real server on a loopback listener with the
 // configuration yaml (where {{NAME}} is replaced by each fake's base URL). Everything stops at
 // the end of the test.
-func startGateway(t *testing.T, yaml string, fakes ...fakeSpec) *gateway {
+func startGateway(t testing.TB, yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), "sqlite://:memory:")
 	if err != nil {
@@ -128,6 +128,6 @@ deployments:
     routes: [{model: claude-haiku-4-5, price: {input: 1.1, output: 5.5}}]
 `
 
-func startTwo(t *testing.T) *gateway {
+func startTwo(t testing.TB) *gateway {
 	return startGateway(t, twoDeployments, oa("oa-primary"), oa("oa-backup"), an("an-primary"), an("an-backup"))
 }

@@ -171,14 +171,14 @@ func (s *Server) routeSurface(body []byte) (*surface, error) {
 func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request) {
 	rid := requestID(w)
 	cs := s.pool.Get().(*callState)
-	defer s.pool.Put(cs)
+	defer s.releaseCall(cs)
 	codec := relay.CodecFor(surfaceOf(r))
 	who, err := s.authenticate(r)
 	if err != nil {
 		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
 		return
 	}
-	body, err := s.readBody(w, r, &cs.body)
+	body, err := s.readBody(w, r, cs)
 	if err != nil {
 		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
 		return

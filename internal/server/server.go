@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -117,6 +118,15 @@ type Server struct {
 	billing      billing.Biller // reservations over admit and the ledger (call.go)
 	authRequired bool
 	maxBody      int64
+	// The request limits (body.go, listen.go; docs/behaviour.md "Request limits"):
+	// server.body_timeout, server.max_inflight_body_bytes and the bytes the requests in flight
+	// hold against it (shared by the snapshots of one gateway: a request releases what it took
+	// on the counter it took it from, whatever Reload did meanwhile), server.max_header_bytes
+	// (of the first snapshot: the http.Server of HTTPServer reads it once).
+	bodyTimeout  time.Duration
+	maxInflight  int64
+	inflight     *atomic.Int64
+	maxHeader    int
 	blend        plan.Blend
 	strategy     string // routing.strategy
 	attemptLimit int    // routing.attempt_limit; 0 is unlimited
@@ -212,6 +222,9 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 		logf:         o.Logf,
 		authRequired: cfg.Auth.Required == nil || *cfg.Auth.Required,
 		maxBody:      cfg.Server.MaxBodyBytes,
+		bodyTimeout:  cfg.Server.BodyTimeout.D(),
+		maxInflight:  cfg.Server.MaxInflightBodyBytes,
+		maxHeader:    cfg.Server.MaxHeaderBytes,
 		blend:        plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
 		strategy:     cfg.Routing.Strategy,
 		attemptLimit: max(cfg.Routing.AttemptLimit, 0),
@@ -222,13 +235,23 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 		s.logf = func(string, ...any) {}
 	}
 	if s.maxBody <= 0 {
-		s.maxBody = 32 << 20
+		s.maxBody = config.DefaultMaxBodyBytes
+	}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = config.DefaultBodyTimeout
+	}
+	if s.maxInflight <= 0 {
+		s.maxInflight = config.DefaultMaxInflightBodyBytes
+	}
+	if s.maxHeader <= 0 {
+		s.maxHeader = config.DefaultMaxHeaderBytes
 	}
 	if prev != nil {
 		s.live, s.reloadMu, s.byok, s.circuits, s.stats, s.metrics = prev.live, prev.reloadMu, prev.byok, prev.circuits, prev.stats, prev.metrics
-		s.routable = prev.routable
+		s.routable, s.inflight = prev.routable, prev.inflight
 	} else {
 		s.live, s.reloadMu, s.byok, s.routable = new(atomic.Pointer[Server]), new(sync.Mutex), new(byokSet), new(routableState)
+		s.inflight = new(atomic.Int64)
 		cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D(), Now: o.Now}
 		s.circuits = circuit.NewSet(cs, cs)
 		s.stats = stats.New(stats.Options{Now: o.Now})
@@ -284,6 +307,11 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 	if prev == nil {
 		s.metrics = newMetrics()
 		s.registerCollectors()
+		inflight := s.inflight
+		s.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchyard_inflight_body_bytes",
+			Help: "Bytes the request bodies in flight hold against server.max_inflight_body_bytes.",
+		}, func() float64 { return float64(inflight.Load()) }))
 	}
 	s.pool.New = func() any { return new(callState) }
 
