@@ -420,10 +420,12 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	// their audit is recorded) instead of being cut.
 	base, stopBase := context.WithCancelCause(context.Background())
 	defer stopBase(nil)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return base }}
+	// The server's own http.Server and listener: its deadlines and request limits
+	// (server.HTTPServer; docs/behaviour.md "Request limits").
+	hs := srv.HTTPServer()
+	hs.BaseContext = func(net.Listener) context.Context { return base }
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
 	fmt.Fprintf(logOut, "listening on %s\n", ln.Addr())
 	if opts.ready != nil {
 		opts.ready(ln.Addr().String())

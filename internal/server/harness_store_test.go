@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -121,8 +120,8 @@ func startGatewayWith(t testing.TB, st store.Store, admit admission.Store, yaml 
 		closeStore()
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: g.Srv}
-	go func() { _ = hs.Serve(ln) }()
+	hs := g.Srv.HTTPServer() // as switchyard serve runs it
+	go func() { _ = hs.Serve(g.Srv.Listener(ln)) }()
 	g.URL = "http://" + ln.Addr().String()
 	t.Cleanup(func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -125,7 +125,8 @@ func icStartHooked(t *testing.T, yaml string, fakes ...fakeSpec) *icHooked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hg.HS = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hg.HS = g.Srv.HTTPServer()
+	hg.HS.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			select {
 			case hg.Served <- struct{}{}:
@@ -133,9 +134,9 @@ func icStartHooked(t *testing.T, yaml string, fakes ...fakeSpec) *icHooked {
 			}
 		}()
 		g.Srv.ServeHTTP(w, r)
-	})}
+	})
 	served := make(chan struct{})
-	go func() { defer close(served); _ = hg.HS.Serve(ln) }()
+	go func() { defer close(served); _ = hg.HS.Serve(g.Srv.Listener(ln)) }()
 	g.URL = "http://" + ln.Addr().String()
 	t.Cleanup(func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
