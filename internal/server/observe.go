@@ -23,7 +23,7 @@ func (o *callObs) reset() { *o = callObs{} }
 func (s *Server) finish(rec *audit.Record, start time.Time, ob *callObs) {
 	rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	s.metrics.observe(rec, ob.model, &ob.gaps)
-	if ob.refused != "" && ob.refused != "health" {
+	if ob.refused != "" && ob.refused != "health" && ob.refused != LimitKindInflightBody { // not caller limits
 		s.metrics.refused(ob.refused)
 	}
 	s.rec.Record(rec)

@@ -21,7 +21,8 @@ import (
 // snapshot close as their attempts finish.
 //
 // Settings read only at start keep their first value until a restart: server.listen,
-// store.url, admission.url, routing.circuit (failures, cooldown) and, for the listener,
+// server.max_header_bytes (the http.Server's), store.url, admission.url, routing.circuit
+// (failures, cooldown) and, for the listener,
 // server.shutdown_grace is read by the caller. cfg must be valid (config.Load) and cat built
 // from it (catalog.New); an error leaves the current configuration serving.
 func (s *Server) Reload(cfg *config.Config, cat *catalog.Catalog) error {
