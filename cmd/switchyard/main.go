@@ -292,6 +292,9 @@ func restartOnly(prev, next *config.Config) []string {
 	if prev.Server.Listen != next.Server.Listen {
 		out = append(out, "server.listen")
 	}
+	if prev.Server.MaxHeaderBytes != next.Server.MaxHeaderBytes {
+		out = append(out, "server.max_header_bytes") // the http.Server's, set once
+	}
 	if prev.Store.URL != next.Store.URL {
 		out = append(out, "store.url")
 	}
