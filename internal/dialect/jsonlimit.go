@@ -1,6 +1,7 @@
 package dialect
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -24,30 +25,31 @@ const DepthLimit = "nested deeper than 128 levels"
 // (quotes, backslash escapes) and bracket depth; it does not validate otherwise (a parser runs
 // after it). A closing bracket never takes the depth below zero, so the depth it tracks is at
 // least the depth of any parser reading the same bytes while their prefix is still valid JSON.
-// It is the gate in front of every recursive parse of caller or provider bytes.
-func TooDeep(b []byte) bool { return tooDeep(b) }
+// It is the gate in front of every recursive parse of caller or provider bytes. Strings are
+// skipped with a vectorized search for their closing quote.
+func TooDeep(b []byte) bool { return tooDeep(View(b)) }
 
 // TooDeepString is TooDeep for a string.
 func TooDeepString(s string) bool { return tooDeep(s) }
 
-func tooDeep[T string | []byte](b T) bool {
+// structural marks the bytes the scan stops at outside strings.
+var structural = [256]bool{'"': true, '[': true, '{': true, ']': true, '}': true}
+
+func tooDeep(b string) bool {
 	depth := 0
 	for i := 0; i < len(b); i++ {
-		switch b[i] {
+		c := b[i]
+		if !structural[c] {
+			continue
+		}
+		switch c {
 		case '"':
-			// Skip the string: a backslash escapes the next byte, a quote ends it.
-			for i++; i < len(b); i++ {
-				if c := b[i]; c == '\\' {
-					i++
-				} else if c == '"' {
-					break
-				}
-			}
+			i = stringEnd(b, i+1)
 		case '[', '{':
 			if depth++; depth > MaxDepth {
 				return true
 			}
-		case ']', '}':
+		default: // ']', '}'
 			if depth > 0 {
 				depth--
 			}
@@ -56,9 +58,31 @@ func tooDeep[T string | []byte](b T) bool {
 	return false
 }
 
+// stringEnd returns the index of the quote that closes the string whose content starts at
+// b[i], or len(b) when it is unterminated. A quote is escaped when an odd number of
+// backslashes precedes it; the runs of backslashes counted are disjoint, so the whole scan
+// stays linear.
+func stringEnd(b string, i int) int {
+	for {
+		j := strings.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		q := i + j
+		n := 0
+		for k := q - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+}
+
 // Valid reports whether b is valid JSON nested at most MaxDepth levels. Use it, never
 // gjson.Valid or gjson.ValidBytes directly: gjson's validator recurses once per level.
-func Valid(b []byte) bool { return !tooDeep(b) && gjson.ValidBytes(b) }
+func Valid(b []byte) bool { return !TooDeep(b) && gjson.ValidBytes(b) }
 
 // ValidString is Valid for a string.
 func ValidString(s string) bool { return !tooDeep(s) && gjson.Valid(s) }
@@ -70,7 +94,7 @@ func ValidString(s string) bool { return !tooDeep(s) && gjson.Valid(s) }
 // translation exact (the encoders write U+FFFD for invalid bytes, so a decoded request would
 // not survive a round trip) and keeps invalid bytes out of logs and the audit.
 func CheckRequestJSON(body []byte) error {
-	if tooDeep(body) {
+	if TooDeep(body) {
 		return RequestTooDeep()
 	}
 	if !utf8.Valid(body) {

@@ -154,3 +154,27 @@ func FuzzTooDeep(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTooDeep: the gate's cost per byte on a body within the limit, next to gjson's own
+// validator that runs after it.
+func BenchmarkTooDeep(b *testing.B) {
+	// A long prompt (prose with a line break now and then) and a tool schema 120 levels deep.
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat(`The quick brown fox jumps over the lazy dog.\n`, 20_000) + `"}],"tools":` +
+		strings.Repeat(`[{"a":`, 60) + `1` + strings.Repeat(`}]`, 60) + `}`)
+	b.Run("TooDeep", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if TooDeep(body) {
+				b.Fatal("too deep")
+			}
+		}
+	})
+	b.Run("gjson.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if !gjson.ValidBytes(body) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
