@@ -133,6 +133,8 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
+	db.writeMu.Lock()
+	defer db.writeMu.Unlock()
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)

@@ -45,6 +45,11 @@ type DB struct {
 
 	auditMu    sync.Mutex
 	auditStmts *auditStmts // prepared on the first WriteRecords; closed by Close
+
+	// writeMu serializes this process's audit write transactions: two batches queue here
+	// instead of on SQLite's write lock, where a loaded machine can outwait busy_timeout and
+	// fail one with SQLITE_BUSY (issue 15). Readers (WAL) never take it.
+	writeMu sync.Mutex
 }
 
 // Open opens the SQLite database named by url, creating the file if needed, and migrates it
