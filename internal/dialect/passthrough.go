@@ -102,19 +102,22 @@ func AppendWithModel(dst, json []byte, path, model string) []byte {
 	return SpliceString(dst, json, r.Index, r.Index+len(r.Raw), model)
 }
 
-// AppendOneLine appends data with every line break replaced by a space, so that a JSON payload
-// that arrived split over several `data:` lines is forwarded as one line. Outside strings a line
-// break is JSON whitespace, and inside strings it cannot occur raw, so the JSON is unchanged.
+// AppendOneLine appends data with every line break (LF or CR, both end an SSE line) replaced by
+// a space, so that a JSON payload that arrived split over several `data:` lines is forwarded as
+// one line and no byte of it can start a new SSE line at the caller. Outside strings a line
+// break is JSON whitespace, and inside strings it cannot occur raw, so JSON is unchanged.
 func AppendOneLine(dst, data []byte) []byte {
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			return append(dst, data...)
-		}
-		dst = append(dst, data[:i]...)
-		dst = append(dst, ' ')
-		data = data[i+1:]
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		return append(dst, data...)
 	}
+	n := len(dst)
+	dst = append(dst, data...)
+	for i, c := range dst[n:] {
+		if c == '\n' || c == '\r' {
+			dst[n+i] = ' '
+		}
+	}
+	return dst
 }
 
 // ScanObject calls visit for every member of the JSON object obj, in one pass, and returns the
