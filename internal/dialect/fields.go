@@ -48,7 +48,7 @@ func FloatField(v gjson.Result, name string) (*float64, error) {
 // float64): absent or null is an error too, so callers check presence first.
 func IntField(v gjson.Result, name string) (int64, error) {
 	if v.Type != gjson.Number || v.Num < 0 || v.Num > 1<<53 || v.Num != float64(int64(v.Num)) {
-		return 0, failure.Invalid(name, name+" must be a non-negative integer")
+		return 0, failure.Invalid(name, name+" must be an integer from 0 to 2^53")
 	}
 	return int64(v.Num), nil
 }

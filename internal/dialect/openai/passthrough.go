@@ -72,7 +72,7 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 	}{{"max_completion_tokens", maxc}, {"max_tokens", maxt}} {
 		if c.v.Exists() && c.v.Type != gjson.Null {
 			if c.v.Type != gjson.Number || c.v.Num < 0 || c.v.Num != float64(int64(c.v.Num)) || c.v.Num > 1e15 {
-				return info, &failure.Error{Class: failure.InvalidRequest, Param: c.k, Msg: "`" + c.k + "` must be a non-negative integer"}
+				return info, &failure.Error{Class: failure.InvalidRequest, Param: c.k, Msg: "`" + c.k + "` must be an integer from 0 to 10^15"}
 			}
 			info.MaxTokens = int64(c.v.Num)
 			break

@@ -15,6 +15,7 @@ import (
 func TestParseRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, param string
+		msg               string // a part of the error message, when set
 		ok                bool
 		want              dialect.RequestInfo
 	}{
@@ -31,6 +32,8 @@ func TestParseRequest(t *testing.T) {
 		{name: "no messages", body: `{"model":"m"}`, param: "messages"},
 		{name: "stream string", body: `{"model":"m","messages":[],"stream":"yes"}`, param: "stream"},
 		{name: "max_tokens negative", body: `{"model":"m","messages":[],"max_tokens":-1}`, param: "max_tokens"},
+		{name: "max_completion_tokens too large", body: `{"model":"m","messages":[],"max_completion_tokens":9223372036854775807}`,
+			param: "max_completion_tokens", msg: "from 0 to 10^15"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info, err := ParseRequest([]byte(tc.body))
@@ -47,6 +50,9 @@ func TestParseRequest(t *testing.T) {
 			fe := failure.From(err)
 			if fe == nil || fe.Class != failure.InvalidRequest || fe.Param != tc.param {
 				t.Fatalf("got %v (param %q), want invalid_request param %q", err, fe.Param, tc.param)
+			}
+			if !strings.Contains(fe.Msg, tc.msg) {
+				t.Fatalf("message %q does not say %q", fe.Msg, tc.msg)
 			}
 		})
 	}
