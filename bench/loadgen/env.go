@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -267,7 +268,8 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gateway
 		return out, err
 	}
 	rec := audit.NewRecorder(st, audit.Options{Logf: logf})
-	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf})
+	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf,
+		Logger: slog.New(slog.DiscardHandler)}) // no access log on the harness's stderr
 	if err != nil {
 		_ = st.Close()
 		return out, err

@@ -149,10 +149,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // logOut receives the operational log (standard error; tests replace it before starting).
 var logOut io.Writer = os.Stderr
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(logOut, time.Now().UTC().Format(time.RFC3339)+" "+format+"\n", args...)
-}
-
 // builtinName names the built-in catalog in messages.
 const builtinName = "the built-in catalog"
 
@@ -236,12 +232,16 @@ func cmdServe(ctx context.Context, args []string) error {
 	file := fs.String("config", "", "configuration file (default ./switchyard.yaml if present, else the built-in catalog)")
 	listen := fs.String("listen", "", "listen address, overrides server.listen")
 	pidFile := fs.String("pid-file", "", "write the process id to this file (for `switchyard reload --pid-file`); removed at exit")
+	logFormat := fs.String("log-format", "", "log format, text or json; overrides log.format")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, name, builtin, err := loadConfig(*file)
 	if err != nil {
 		return err
+	}
+	if *logFormat != "" {
+		cfg.Log.Format = *logFormat
 	}
 	if *listen != "" {
 		cfg.Server.Listen = *listen
@@ -386,6 +386,15 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	lg, err := openLog(cfg)
+	if err != nil {
+		return err
+	}
+	tr, stopTracing, err := openTracing(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // after the listener and the recorder: the last spans are exported
 	cat, err := catalog.New(cfg)
 	if err != nil {
 		return err
@@ -401,7 +410,7 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	go func() { defer close(recDone); _ = rec.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone }()
 
-	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf}
+	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logger: lg, Tracing: tr}
 	if opts.noAccounts {
 		so.Accounts = nil
 	}

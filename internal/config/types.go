@@ -20,6 +20,9 @@ type Config struct {
 	Accounts []Account `yaml:"accounts"`
 	Admin    Admin     `yaml:"admin"`
 	Auth     Auth      `yaml:"auth"`
+	// Log and Tracing configure the logs and the OpenTelemetry traces (observability.go).
+	Log     Log     `yaml:"log"`
+	Tracing Tracing `yaml:"tracing"`
 
 	// File is the path the configuration was read from ("" for built-in defaults). Not in YAML.
 	File string `yaml:"-"`

@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 	v.endpoints(c.Endpoints, c.Deployments, ids)
 	v.keys(c.Keys, c.AuthRequired())
 	v.accounts(c.Accounts)
+	v.observability(c)
 	return errors.Join(v.problems...)
 }
 

@@ -54,6 +54,11 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	rec := &audit.Record{RequestID: rid, Surface: sf.name, CreatedAt: start}
 	ob := &cs.obs
 	ob.reset()
+	ob.callerRID = callerRequestID(r)
+	ctx := r.Context()
+	if s.tracing != nil {
+		ctx = s.beginTrace(ctx, r, sf, start, ob) // the relay's Sends carry the attempts' traceparent
+	}
 	fail := func(err error) {
 		fe := failure.From(err)
 		relay.WriteError(w, codec, rid, fe, 0, nil)
@@ -99,7 +104,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
 		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered}
 	p := &cs.plan
-	out := s.relay.Run(r.Context(), w, &cs.req, p)
+	out := s.relay.Run(ctx, w, &cs.req, p)
 	cs.req = relay.Request{}
 	clear(cs.fallbacks)
 	// Ended before the audit record is queued: a caller that read it may call again.

@@ -59,7 +59,7 @@ func (c pauseCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, d := range cat.Deployments {
 		v := 0.0
-		if _, ok := c.s.circuits.PausedUntil(d.PauseScope()); ok {
+		if _, ok := c.s.circuits.Paused(d.PauseScope()); ok {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, v, d.Name, d.Provider)

@@ -58,12 +58,25 @@ var storeBackends = []storeBackend{
 // the test.
 func startGatewayStore(t testing.TB, st store.Store, yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
-	return startGatewayWith(t, st, nil, yaml, fakes...)
+	return startGatewayFull(t, st, nil, nil, yaml, fakes...)
 }
 
 // startGatewayWith is startGatewayStore with the admission store admit (nil: the one
 // admission.url names); g.Admission is nil unless the store is the in-memory one.
 func startGatewayWith(t testing.TB, st store.Store, admit admission.Store, yaml string, fakes ...fakeSpec) *gateway {
+	t.Helper()
+	return startGatewayFull(t, st, admit, nil, yaml, fakes...)
+}
+
+// startGatewayOpts is startGatewayStore with tune, when not nil, changing the server's options
+// before server.New.
+func startGatewayOpts(t *testing.T, st store.Store, yaml string, tune func(*server.Options), fakes ...fakeSpec) *gateway {
+	t.Helper()
+	return startGatewayFull(t, st, nil, tune, yaml, fakes...)
+}
+
+// startGatewayFull is startGatewayWith and startGatewayOpts in one.
+func startGatewayFull(t *testing.T, st store.Store, admit admission.Store, tune func(*server.Options), yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
 	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
 	closeStore := func() { _ = st.Close() }
@@ -100,8 +113,12 @@ func startGatewayWith(t testing.TB, st store.Store, admit admission.Store, yaml 
 		t.Logf(format, args...)
 		g.Logs.add(fmt.Sprintf(format, args...))
 	}
-	g.Srv, err = server.New(cfg, cat, server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: logf,
-		Accounts: st, Admission: admit})
+	opts := server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: logf,
+		Accounts: st, Admission: admit}
+	if tune != nil {
+		tune(&opts)
+	}
+	g.Srv, err = server.New(cfg, cat, opts)
 	if err != nil {
 		cancel()
 		<-done

@@ -27,6 +27,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -50,6 +51,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/relay"
 	"github.com/switchyard-gw/switchyard/internal/secret"
 	"github.com/switchyard-gw/switchyard/internal/stats"
+	"github.com/switchyard-gw/switchyard/internal/telemetry"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
 )
 
@@ -82,7 +84,15 @@ type Options struct {
 	// Dial replaces the upstream TCP dialer when set (tests use an in-memory network).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logf logs operational events (never prompt text, bodies or credentials); nil discards.
+	// Without a Logger, the access log goes to Logf too, one "request key=value ..." line a
+	// request.
 	Logf func(format string, args ...any)
+	// Logger receives the access log (one info line a request) and, when Logf is nil, the
+	// operational events at warn (docs/observability.md).
+	Logger *slog.Logger
+	// Tracing is the OpenTelemetry tracing (telemetry.NewTracing); nil turns tracing off: no
+	// span is created and the request path allocates nothing for it.
+	Tracing *telemetry.Tracing
 	// Admission is the admission store of the caller limits (docs/limits.md); nil builds the
 	// one admission.url names (memory://: an in-memory store on the Now clock), seeded from the
 	// ledger of Accounts. A store given here seeds from its own Seeder.
@@ -135,7 +145,9 @@ type Server struct {
 	mux            *http.ServeMux
 	models         modelLists
 	metrics        *metrics
-	pool           sync.Pool // *callState
+	log            *slog.Logger       // the access log (observe.go)
+	tracing        *telemetry.Tracing // nil: tracing off (trace.go)
+	pool           sync.Pool          // *callState
 
 	// Stored accounts and keys (admin.go); all nil when Options.Accounts is.
 	accts  accounts.Store
@@ -231,9 +243,8 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 		reloadEvery:  cfg.Store.ReloadInterval.D(),
 	}
 	s.gatewayProvider = []string{cmp.Or(cfg.Server.Name, "switchyard")}
-	if s.logf == nil {
-		s.logf = func(string, ...any) {}
-	}
+	s.initLog(o)
+	s.tracing = o.Tracing
 	if s.maxBody <= 0 {
 		s.maxBody = config.DefaultMaxBodyBytes
 	}

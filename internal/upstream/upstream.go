@@ -184,6 +184,9 @@ func (c *Client) Send(ctx context.Context, op catalog.Protocol, body []byte, str
 	} else {
 		h["Accept"] = jsonValue
 	}
+	if tp := traceparent(ctx, c.dep.Name); tp != "" {
+		h["Traceparent"] = []string{tp} // W3C trace context of the attempt's span (trace.go)
+	}
 	switch c.dep.Dialect {
 	case catalog.Anthropic:
 		h["Anthropic-Version"] = versionValue

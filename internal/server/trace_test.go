@@ -1,0 +1,145 @@
+package server_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	openaiopt "github.com/openai/openai-go/v3/option"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchyard-gw/switchyard/internal/config"
+	fp "github.com/switchyard-gw/switchyard/internal/fakeprovider"
+	"github.com/switchyard-gw/switchyard/internal/server"
+	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
+	"github.com/switchyard-gw/switchyard/internal/telemetry"
+)
+
+// startTraced is startTwo with tracing on, its spans kept in memory.
+func startTraced(t *testing.T) (*gateway, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := telemetry.NewTracingWith(context.Background(), config.Tracing{}, "test", func(string) string { return "" },
+		sdktrace.NewSimpleSpanProcessor(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	st, err := sqlite.Open(context.Background(), "sqlite://:memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGatewayOpts(t, st, twoDeployments, func(o *server.Options) { o.Tracing = tr },
+		oa("oa-primary"), oa("oa-backup"), an("an-primary"), an("an-backup"))
+	return g, exp
+}
+
+func attrs(kv []attribute.KeyValue) map[string]attribute.Value {
+	m := map[string]attribute.Value{}
+	for _, a := range kv {
+		m[string(a.Key)] = a.Value
+	}
+	return m
+}
+
+// TestTraceSpans: a failover under a caller's traceparent is one server span, child of the
+// caller's span, and one client span per attempt, children of it, named and attributed by the
+// GenAI semantic conventions; each upstream request carried its attempt span's traceparent;
+// no prompt or completion text is in any span (issue 12 item 2).
+func TestTraceSpans(t *testing.T) {
+	t.Parallel()
+	g, exp := startTraced(t)
+	g.Fakes["oa-primary"].Script(fp.Behavior{Kind: fp.KindStatus, Status: 500})
+	g.Fakes["oa-backup"].Script(fp.Behavior{Text: "secret completion words", Deltas: 3})
+	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	hr := callWith(t, g, true, "secret prompt words", openaiopt.WithHeader("Traceparent", "00-"+callerTrace+"-"+callerSpan+"-01"),
+		openaiopt.WithHeader("X-Request-Id", "caller-7"))
+	rid := hr.Header.Get("X-Request-Id")
+	rec := g.generation(t, rid)
+
+	var srv *tracetest.SpanStub
+	var clients []tracetest.SpanStub
+	spans := exp.GetSpans()
+	for i := range spans {
+		switch spans[i].SpanKind {
+		case trace.SpanKindServer:
+			srv = &spans[i]
+		case trace.SpanKindClient:
+			clients = append(clients, spans[i])
+		}
+	}
+	if srv == nil || len(clients) != 2 {
+		t.Fatalf("spans %d: server %v, %d client spans; want 1 and 2", len(spans), srv != nil, len(clients))
+	}
+	if srv.Name != "chat gpt-4o-mini" || srv.SpanContext.TraceID().String() != callerTrace || srv.Parent.SpanID().String() != callerSpan {
+		t.Errorf("server span %q trace %s parent %s: want chat gpt-4o-mini in the caller's trace under its span", srv.Name, srv.SpanContext.TraceID(), srv.Parent.SpanID())
+	}
+	sa := attrs(srv.Attributes)
+	for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+		"gen_ai.provider.name": "reseller", "gen_ai.response.model": "gpt-4o-mini-2024-07-18", "switchyard.request_id": rid,
+		"switchyard.caller_request_id": "caller-7", "switchyard.deployment": "oa-backup", "switchyard.outcome": "completed"} {
+		if got := sa[k].AsString(); got != want {
+			t.Errorf("server span %s = %q, want %q", k, got, want)
+		}
+	}
+	if sa["switchyard.attempts"].AsInt64() != 2 || sa["gen_ai.usage.output_tokens"].AsInt64() != rec.Attempts[1].Tokens.Output || sa["gen_ai.usage.output_tokens"].AsInt64() == 0 {
+		t.Errorf("server span attempts %v output tokens %v (record %d)", sa["switchyard.attempts"], sa["gen_ai.usage.output_tokens"], rec.Attempts[1].Tokens.Output)
+	}
+	if _, ok := sa["switchyard.commit_ms"]; !ok {
+		t.Error("server span lacks switchyard.commit_ms")
+	}
+	ups := [][]fp.Request{g.Fakes["oa-primary"].Requests(), g.Fakes["oa-backup"].Requests()}
+	for i, c := range clients {
+		ca := attrs(c.Attributes)
+		if c.Parent.SpanID() != srv.SpanContext.SpanID() || c.SpanContext.TraceID() != srv.SpanContext.TraceID() {
+			t.Errorf("client span %d is not a child of the server span", i)
+		}
+		n := ca["switchyard.attempt"].AsInt64()
+		if n < 1 || n > 2 {
+			t.Fatalf("client span attempt %d", n)
+		}
+		a := rec.Attempts[n-1]
+		if c.Name != "chat "+a.UpstreamModel || ca["switchyard.deployment"].AsString() != a.Deployment || ca["gen_ai.provider.name"].AsString() != a.Provider ||
+			ca["gen_ai.request.model"].AsString() != a.UpstreamModel || ca["switchyard.outcome"].AsString() != a.Outcome {
+			t.Errorf("client span %q %v, want attempt %+v", c.Name, ca, a)
+		}
+		if !c.StartTime.Equal(a.DispatchedAt) {
+			t.Errorf("client span %d starts %v, dispatched %v", n, c.StartTime, a.DispatchedAt)
+		}
+		if n == 1 && ca["error.type"].AsString() != "upstream_error" {
+			t.Errorf("failed attempt error.type %q, want upstream_error", ca["error.type"].AsString())
+		}
+		if n == 2 && (ca["gen_ai.usage.output_tokens"].AsInt64() != a.Tokens.Output || ca["gen_ai.response.model"].AsString() != a.UpstreamModel) {
+			t.Errorf("served attempt %v", ca)
+		}
+		up := ups[n-1]
+		if len(up) != 1 {
+			t.Fatalf("deployment %s hits %d", a.Deployment, len(up))
+		}
+		want := "00-" + callerTrace + "-" + c.SpanContext.SpanID().String() + "-01"
+		if got := up[0].Header.Get("Traceparent"); got != want {
+			t.Errorf("upstream traceparent of attempt %d = %q, want %q", n, got, want)
+		}
+	}
+	for _, s := range spans {
+		for _, a := range s.Attributes {
+			if v := a.Value.Emit(); strings.Contains(v, "secret prompt") || strings.Contains(v, "secret completion") {
+				t.Errorf("span %q attribute %s holds message text", s.Name, a.Key)
+			}
+		}
+	}
+}
+
+// Without tracing no traceparent goes upstream.
+func TestTraceOff(t *testing.T) {
+	t.Parallel()
+	g := startTwo(t)
+	callWith(t, g, false, "hello", openaiopt.WithHeader("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+	up := g.Fakes["oa-primary"].Requests()
+	if len(up) != 1 || up[0].Header.Get("Traceparent") != "" {
+		t.Errorf("upstream requests %d, traceparent %q: want none with tracing off", len(up), up[0].Header.Get("Traceparent"))
+	}
+}

@@ -1,0 +1,194 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchyard-gw/switchyard/internal/config"
+)
+
+// Tracing is the gateway's tracer provider; nil means tracing is off (no span is created, no
+// allocation is made on the request path). Build it with NewTracing (OTLP) or NewTracingWith
+// (tests: an in-memory exporter), and Shutdown it after the listener closed.
+type Tracing struct {
+	Provider *sdktrace.TracerProvider
+	Tracer   trace.Tracer
+}
+
+// Enabled reports whether the tracing configuration or the environment names an OTLP
+// endpoint: tracing.endpoint, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT.
+// OTEL_SDK_DISABLED=true turns it off whatever the rest says.
+func Enabled(t config.Tracing, getenv func(string) string) bool {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+		return false
+	}
+	return t.Endpoint != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// NewTracing returns the OTLP tracing of t and the standard OTEL_* variables, or nil when it is
+// off (Enabled). The exporter is OTLP/HTTP protobuf unless the protocol (tracing.protocol, else
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL) is grpc; spans are
+// batched. version is the service.version.
+func NewTracing(ctx context.Context, t config.Tracing, version string, getenv func(string) string) (*Tracing, error) {
+	if !Enabled(t, getenv) {
+		return nil, nil
+	}
+	proto := t.Protocol
+	if proto == "" {
+		proto = getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	}
+	if proto == "" {
+		proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var exp sdktrace.SpanExporter
+	var err error
+	switch proto {
+	case "grpc":
+		var opts []otlptracegrpc.Option
+		if t.Endpoint != "" {
+			if strings.Contains(t.Endpoint, "://") {
+				opts = append(opts, otlptracegrpc.WithEndpointURL(t.Endpoint))
+			} else {
+				opts = append(opts, otlptracegrpc.WithEndpoint(t.Endpoint))
+			}
+		}
+		if t.Insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		if len(t.Headers) > 0 {
+			opts = append(opts, otlptracegrpc.WithHeaders(t.Headers))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	case "", "http/protobuf", "http":
+		var opts []otlptracehttp.Option
+		if t.Endpoint != "" {
+			u, perr := url.Parse(t.Endpoint)
+			if perr != nil {
+				return nil, fmt.Errorf("tracing.endpoint: %w", perr)
+			}
+			if u.Path == "" || u.Path == "/" {
+				u.Path = "/v1/traces"
+			}
+			opts = append(opts, otlptracehttp.WithEndpointURL(u.String()))
+		}
+		if t.Insecure {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		if len(t.Headers) > 0 {
+			opts = append(opts, otlptracehttp.WithHeaders(t.Headers))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	default:
+		return nil, fmt.Errorf("tracing: unsupported OTLP protocol %q: want http/protobuf or grpc", proto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return NewTracingWith(ctx, t, version, getenv, sdktrace.NewBatchSpanProcessor(exp))
+}
+
+// NewTracingWith is NewTracing with the span processor given (tests pass a
+// sdktrace.NewSimpleSpanProcessor of a tracetest.InMemoryExporter).
+func NewTracingWith(ctx context.Context, t config.Tracing, version string, getenv func(string) string, sp sdktrace.SpanProcessor) (*Tracing, error) {
+	name := t.ServiceName
+	if name == "" {
+		name = getenv("OTEL_SERVICE_NAME")
+	}
+	if name == "" {
+		name = "switchyard"
+	}
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(attribute.String("service.name", name), attribute.String("service.version", version)))
+	if err != nil {
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSpanProcessor(sp), sdktrace.WithIDGenerator(idGenerator{})}
+	if t.SampleRatio != nil {
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*t.SampleRatio))))
+	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (default: parent-based, always on)
+	tp := sdktrace.NewTracerProvider(opts...)
+	return &Tracing{Provider: tp, Tracer: tp.Tracer("github.com/switchyard-gw/switchyard")}, nil
+}
+
+// Shutdown exports the spans still batched, within ctx.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.Provider.Shutdown(ctx)
+}
+
+// NewSpanID returns a random, valid span id (for an attempt's traceparent, sent before its
+// span is recorded; WithSpanID gives the span that id).
+func NewSpanID() trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.NativeEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	return sid
+}
+
+type spanIDKey struct{}
+
+// WithSpanID makes the next span started with ctx (by a Tracing's tracer) take the id sid:
+// an attempt's span is recorded after the fact with the id its traceparent carried upstream.
+func WithSpanID(ctx context.Context, sid trace.SpanID) context.Context {
+	return context.WithValue(ctx, spanIDKey{}, sid)
+}
+
+// idGenerator is the SDK's random generator, except that a span id preset with WithSpanID is
+// used as is.
+type idGenerator struct{}
+
+func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		binary.NativeEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.NativeEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	return tid, idGenerator{}.NewSpanID(ctx, tid)
+}
+
+func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if sid, ok := ctx.Value(spanIDKey{}).(trace.SpanID); ok && sid.IsValid() {
+		return sid
+	}
+	return NewSpanID()
+}
+
+// Traceparent formats a W3C traceparent header value: version 00, the trace and span ids, the
+// sampled flag.
+func Traceparent(tid trace.TraceID, sid trace.SpanID, sampled bool) string {
+	var b [55]byte
+	copy(b[:], "00-")
+	hexTo(b[3:35], tid[:])
+	b[35] = '-'
+	hexTo(b[36:52], sid[:])
+	copy(b[52:], "-00")
+	if sampled {
+		b[54] = '1'
+	}
+	return string(b[:])
+}
+
+func hexTo(dst, src []byte) {
+	const digits = "0123456789abcdef"
+	for i, c := range src {
+		dst[2*i], dst[2*i+1] = digits[c>>4], digits[c&15]
+	}
+}
+
+// Ms converts milliseconds of the audit to a duration.
+func Ms(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
