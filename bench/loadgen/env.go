@@ -26,6 +26,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 	"github.com/switchyard-gw/switchyard/internal/server"
 	"github.com/switchyard-gw/switchyard/internal/store"
+	"github.com/switchyard-gw/switchyard/internal/telemetry"
 )
 
 // Model ids of the benchmark catalog: one per emulated provider.
@@ -49,6 +50,9 @@ type gatewayURLs struct {
 	BareOpenAIStream string `json:"bare_openai_stream"`
 	BareAnthropic    string `json:"bare_anthropic"`
 	Switchyard       string `json:"switchyard"`
+	// With -obs: the same Switchyard with its observability off, and with tracing on.
+	SwitchyardObsOff string `json:"switchyard_obs_off,omitempty"`
+	SwitchyardTraced string `json:"switchyard_traced,omitempty"`
 }
 
 // streamBehavior is the emulated stream: deltas pieces of text, gap before each.
@@ -230,7 +234,7 @@ deployments:
 // builds it (config.Parse, catalog.New, a sqlite store in a temporary directory,
 // audit.NewRecorder, server.New with the store as its accounts store, Server.Run),
 // authentication off.
-func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gatewayURLs, error) {
+func startGateways(g *group, p providerURLs, logf func(string, ...any), obs bool) (gatewayURLs, error) {
 	var out gatewayURLs
 	bares := []struct {
 		root string
@@ -249,30 +253,62 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gateway
 		*b.dst = "http://" + ln.Addr().String()
 	}
 
+	var err error
+	if out.Switchyard, err = startSwitchyard(g, p, logf, obsDefault); err != nil || !obs {
+		return out, err
+	}
+	if out.SwitchyardObsOff, err = startSwitchyard(g, p, logf, obsOff); err != nil {
+		return out, err
+	}
+	out.SwitchyardTraced, err = startSwitchyard(g, p, logf, obsTraced)
+	return out, err
+}
+
+// Observability variants of a measured Switchyard (-obs).
+const (
+	obsDefault = iota // metrics on, access log discarded, tracing off (what the default run measures)
+	obsOff            // metrics off, no access log, tracing off
+	obsTraced         // metrics on, JSON access log formatted (to io.Discard), tracing on: 10% sampled, OTLP/HTTP to an in-process sink
+)
+
+// startSwitchyard starts one Switchyard of the variant obs, built as cmd/switchyard's run()
+// builds it, and returns its root URL.
+func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int) (string, error) {
 	dir, err := os.MkdirTemp("", "switchyard-bench-")
 	if err != nil {
-		return out, err
+		return "", err
 	}
 	g.after = append(g.after, func() { _ = os.RemoveAll(dir) })
 	storeURL := "sqlite://" + filepath.Join(dir, "bench.db")
 	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL)))
 	if err != nil {
-		return out, err
+		return "", err
 	}
 	cat, err := catalog.New(cfg)
 	if err != nil {
-		return out, err
+		return "", err
 	}
 	st, err := store.Open(g.ctx, cfg.Store.URL)
 	if err != nil {
-		return out, err
+		return "", err
 	}
 	rec := audit.NewRecorder(st, audit.Options{Logf: logf})
-	srv, err := server.New(cfg, cat, server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf,
-		Logger: slog.New(slog.DiscardHandler)}) // no access log on the harness's stderr
+	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf,
+		Logger: slog.New(slog.DiscardHandler)} // no access log on the harness's stderr
+	switch obs {
+	case obsOff:
+		so.MetricsOff = true
+	case obsTraced:
+		if so.Tracing, err = otlpSink(g, 0.1); err != nil {
+			_ = st.Close()
+			return "", err
+		}
+		so.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	srv, err := server.New(cfg, cat, so)
 	if err != nil {
 		_ = st.Close()
-		return out, err
+		return "", err
 	}
 	recCtx, stopRec := context.WithCancel(context.Background())
 	recDone := make(chan struct{})
@@ -298,11 +334,10 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any)) (gateway
 	})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		return out, err
+		return "", err
 	}
 	g.httpServe(ln, srv)
-	out.Switchyard = "http://" + ln.Addr().String()
-	return out, nil
+	return "http://" + ln.Addr().String(), nil
 }
 
 // spawn runs this program again in a server role and reads the JSON line of URLs it prints.
@@ -352,4 +387,24 @@ func serveRole(g *group, v any) error {
 		err = nil
 	}
 	return err
+}
+
+// otlpSink starts an in-process OTLP/HTTP receiver that reads and discards each export, and
+// returns tracing that sends to it, sampling ratio of the traces.
+func otlpSink(g *group, ratio float64) (*telemetry.Tracing, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	g.httpServe(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	tr, err := telemetry.NewTracing(g.ctx, config.Tracing{Endpoint: "http://" + ln.Addr().String(), Insecure: true, SampleRatio: &ratio},
+		"bench", func(string) string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	g.after = append(g.after, func() { _ = tr.Shutdown(context.Background()) })
+	return tr, nil
 }

@@ -87,6 +87,8 @@ type options struct {
 	cpuProfile, memProf   string
 	models                [3]string
 	targets               targetList
+	// obs also measures Switchyard with its observability off and with tracing on (-obs).
+	obs bool
 }
 
 func main() {
@@ -109,6 +111,7 @@ func main() {
 	flag.StringVar(&o.models[0], "model", modelChat, "model of the chat scenario")
 	flag.StringVar(&o.models[1], "stream-model", modelStream, "model of the stream scenario")
 	flag.StringVar(&o.models[2], "anthropic-model", modelAnthropic, "model of the anthropic-stream scenario")
+	flag.BoolVar(&o.obs, "obs", false, "also measure switchyard-obs-off (no metrics, no access log) and switchyard-traced (metrics, JSON access log, tracing 10% sampled to an in-process OTLP sink)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
 	flag.StringVar(&role, "role", "", "internal: child process role (providers, gateways)")
 	flag.StringVar(&provJSON, "providers", "", "internal: provider URLs for the gateways role")
@@ -161,7 +164,7 @@ func main() {
 // runGateways is the gateways child: bare proxies and Switchyard, profiled when asked.
 func runGateways(p providerURLs, o options, logf func(string, ...any)) error {
 	g := newGroup()
-	gw, err := startGateways(g, p, logf)
+	gw, err := startGateways(g, p, logf, o.obs)
 	if err != nil {
 		g.stop()
 		return err
@@ -220,7 +223,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		if p, err = startProviders(g, o.fakeAddrs, o.deltas, o.gap); err != nil {
 			return err
 		}
-		if gw, err = startGateways(g, p, logf); err != nil {
+		if gw, err = startGateways(g, p, logf, o.obs); err != nil {
 			return err
 		}
 		stopProf, err := startProfiles(o.cpuProfile, o.memProf)
@@ -240,7 +243,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		defer stopP()
 		pj, _ := json.Marshal(p)
 		stopG, err := spawn([]string{"-role=gateways", "-providers=" + string(pj),
-			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf}, &gw)
+			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs)}, &gw)
 		if err != nil {
 			return err
 		}
@@ -253,6 +256,11 @@ func runParent(o options, logf func(string, ...any)) error {
 		{Name: "direct", Root: map[string]string{"chat": p.OpenAI, "stream": p.OpenAIStream, "anthropic-stream": p.Anthropic}},
 		{Name: "bare-proxy", Root: map[string]string{"chat": gw.BareOpenAI, "stream": gw.BareOpenAIStream, "anthropic-stream": gw.BareAnthropic}},
 		{Name: "switchyard", Root: map[string]string{"chat": gw.Switchyard, "stream": gw.Switchyard, "anthropic-stream": gw.Switchyard}},
+	}
+	for _, v := range []struct{ name, url string }{{"switchyard-obs-off", gw.SwitchyardObsOff}, {"switchyard-traced", gw.SwitchyardTraced}} {
+		if v.url != "" {
+			targets = append(targets, target{Name: v.name, Root: map[string]string{"chat": v.url, "stream": v.url, "anthropic-stream": v.url}})
+		}
 	}
 	targets = append(targets, o.targets...)
 	names := make([]string, len(targets))

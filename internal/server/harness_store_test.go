@@ -70,13 +70,13 @@ func startGatewayWith(t testing.TB, st store.Store, admit admission.Store, yaml 
 
 // startGatewayOpts is startGatewayStore with tune, when not nil, changing the server's options
 // before server.New.
-func startGatewayOpts(t *testing.T, st store.Store, yaml string, tune func(*server.Options), fakes ...fakeSpec) *gateway {
+func startGatewayOpts(t testing.TB, st store.Store, yaml string, tune func(*server.Options), fakes ...fakeSpec) *gateway {
 	t.Helper()
 	return startGatewayFull(t, st, nil, tune, yaml, fakes...)
 }
 
 // startGatewayFull is startGatewayWith and startGatewayOpts in one.
-func startGatewayFull(t *testing.T, st store.Store, admit admission.Store, tune func(*server.Options), yaml string, fakes ...fakeSpec) *gateway {
+func startGatewayFull(t testing.TB, st store.Store, admit admission.Store, tune func(*server.Options), yaml string, fakes ...fakeSpec) *gateway {
 	t.Helper()
 	g := &gateway{Clock: &fakeClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, Fakes: map[string]*fakeprovider.Provider{}}
 	closeStore := func() { _ = st.Close() }

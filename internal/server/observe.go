@@ -58,9 +58,11 @@ func (s *Server) finish(rec *audit.Record, start time.Time, ob *callObs) {
 	if ob.tr.span != nil {
 		s.endTrace(rec, ob, end)
 	}
-	s.metrics.observe(rec, ob.model, &ob.gaps)
-	if ob.refused != "" && ob.refused != "health" && ob.refused != LimitKindInflightBody { // not caller limits
-		s.metrics.refused(ob.refused)
+	if !s.opts.MetricsOff {
+		s.metrics.observe(rec, ob.model, &ob.gaps)
+		if ob.refused != "" && ob.refused != "health" && ob.refused != LimitKindInflightBody { // not caller limits
+			s.metrics.refused(ob.refused)
+		}
 	}
 	s.accessLog(rec, ob)
 	s.rec.Record(rec)

@@ -93,6 +93,10 @@ type Options struct {
 	// Tracing is the OpenTelemetry tracing (telemetry.NewTracing); nil turns tracing off: no
 	// span is created and the request path allocates nothing for it.
 	Tracing *telemetry.Tracing
+	// MetricsOff skips the request-path observations of /metrics (the series of each request;
+	// the scrape-time gauges stay): for embedders that do not scrape, and for the load harness
+	// measuring what the metrics cost (bench/README.md).
+	MetricsOff bool
 	// Admission is the admission store of the caller limits (docs/limits.md); nil builds the
 	// one admission.url names (memory://: an in-memory store on the Now clock), seeded from the
 	// ledger of Accounts. A store given here seeds from its own Seeder.
