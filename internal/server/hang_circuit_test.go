@@ -131,8 +131,11 @@ func TestHangsNeverPauseTheDeployment(t *testing.T) {
 	// After the cooldown model-a probes d; it answers and (d, model-a) closes: gauge 0.
 	g.Clock.Advance(30e9)
 	streamA("d")
-	_, mb = icGet(t, g.URL, "/metrics")
-	if want := fmt.Sprintf(`switchyard_circuit_state{deployment="d",model="model-a",scope="model"} %d`, 0); !strings.Contains(string(mb), want+"\n") {
-		t.Errorf("/metrics after the probe lacks %s", want)
-	}
+	// The probe's outcome reaches the circuit just after the stream's last byte reached the
+	// caller: poll the gauge rather than race it.
+	want := fmt.Sprintf(`switchyard_circuit_state{deployment="d",model="model-a",scope="model"} %d`, 0)
+	eventually(t, "/metrics after the probe shows "+want, func() bool {
+		_, mb := icGet(t, g.URL, "/metrics")
+		return strings.Contains(string(mb), want+"\n")
+	})
 }
