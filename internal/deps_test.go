@@ -46,6 +46,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "layers", forbidden: []string{"net/http"}},
 		{pkg: "secret", forbidden: []string{"net/http"}, ours: []string{"secret"}},
 		{pkg: "litellm", forbidden: []string{"net/http"}, ours: []string{"litellm"}},
+		{pkg: "admin", forbidden: []string{module + "server", module + "store/sqlite", module + "store/postgres"}},
 		{pkg: "stats", forbidden: []string{"net/http", module + "relay", module + "server"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {

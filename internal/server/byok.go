@@ -96,21 +96,6 @@ func byokUpstreamModel(m *catalog.Model, d *catalog.Deployment) string {
 	return m.ID
 }
 
-// byokModels are the catalog model ids a connection of dialect d serves by default
-// (contract.md: every model that has a route of the same dialect), in catalog order.
-func byokModels(cat *catalog.Catalog, d catalog.Dialect) []string {
-	var ids []string
-	for _, m := range cat.Models {
-		for _, rt := range m.Routes {
-			if rt.Deployment.Dialect == d {
-				ids = append(ids, m.ID)
-				break
-			}
-		}
-	}
-	return ids
-}
-
 // dropBYOK forgets the deployment of the connection with id connID, revoked, and closes its
 // client's idle upstream connections. The cache no longer returns the connection, so no plan
 // routes to it again; an attempt already dispatched to it finishes (its connection closes

@@ -15,7 +15,7 @@
 // the admission store (402 insufficient_credit, limit kind credit; one billing.Reservation owns
 // the request's limits, reserves and ledger entries), a committed request's cost is queued for
 // the ledger (R-BILL-1, R-BILL-2), and the admin API of contract.md is served under /admin/v1/
-// (admin.go; docs/admin-api.md), authenticated with admin.token.
+// (package admin, mounted by accounts.go; docs/admin-api.md), authenticated with admin.token.
 package server
 
 import (
@@ -153,7 +153,7 @@ type Server struct {
 	tracing        *telemetry.Tracing // nil: tracing off (trace.go)
 	pool           sync.Pool          // *callState
 
-	// Stored accounts and keys (admin.go); all nil when Options.Accounts is.
+	// Stored accounts and keys (accounts.go); all nil when Options.Accounts is.
 	accts  accounts.Store
 	cache  *accounts.Cache
 	ledger *accounts.Writer
@@ -164,9 +164,6 @@ type Server struct {
 	// box seals BYOK connections' API keys in the store (store.secret_key); nil stores them in
 	// the clear.
 	box *secret.Box
-	// adminHash is the SHA-256 of admin.token; adminOn is false when the token is empty.
-	adminHash [sha256.Size]byte
-	adminOn   bool
 	// acctLayers are the configured accounts' limits as layers, applied to their stored keys.
 	acctLayers map[string][]admission.Layer
 	// routable is the operators' live routable state (routable.go); reloadEvery is

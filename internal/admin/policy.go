@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"context"
@@ -93,14 +93,14 @@ func (f *policyBody) apply(p *accounts.Policy) {
 // checkPolicyOrder checks f's order, when set, against the catalog and account acct's
 // connections (checkOrder) and answers the 400 or the store error itself; it reports whether
 // the order passed.
-func (s *Server) checkPolicyOrder(ctx context.Context, w http.ResponseWriter, acct string, f *policyBody) bool {
+func (a *api) checkPolicyOrder(ctx context.Context, w http.ResponseWriter, acct string, f *policyBody) bool {
 	if f.Order == nil {
 		return true
 	}
-	param, msg, err := s.checkOrder(ctx, acct, *f.Order)
+	param, msg, err := a.checkOrder(ctx, acct, *f.Order)
 	switch {
 	case err != nil:
-		s.storeError(w, err, "")
+		a.fail(w, err, "")
 		return false
 	case msg != "":
 		badRequest(w, param, "%s", msg)
@@ -109,94 +109,86 @@ func (s *Server) checkPolicyOrder(ctx context.Context, w http.ResponseWriter, ac
 	return true
 }
 
-// adminCreatePolicy serves POST /admin/v1/policies: a routing policy of an account (R-POLICY):
+// createPolicy serves POST /admin/v1/policies: a routing policy of an account (R-POLICY):
 // its saved order (R-ORDER-7: deployment or provider names of the catalog, or "byok:<id>" of a
 // connection of a key of the same account), its funding rule (house, byok,
 // byok_with_house_fallback; default house) and its attempt limit (0: none). 201 with the
 // policy; 400 naming the field for a bad body; 404 for an unknown account. Keys, workspaces or
 // the account use it by setting settings.policy to its id.
-func (s *Server) adminCreatePolicy(w http.ResponseWriter, r *http.Request) {
+func (a *api) createPolicy(w http.ResponseWriter, r *http.Request) {
 	var b policyBody
-	if !decodeBody(w, r, &b, append([]string{"account_id"}, policyMembers...), "account_id", "name") {
+	if !decode(w, r, &b, append([]string{"account_id"}, policyMembers...), "account_id", "name") {
 		return
 	}
-	if param, msg := b.check(); msg != "" {
-		badRequest(w, param, "%s", msg)
-		return
-	}
-	ctx, cancel := adminCtx(r)
+	ctx, cancel := storeCtx(r)
 	defer cancel()
-	if _, err := s.accts.Account(ctx, b.AccountID); err != nil {
-		s.storeError(w, err, "no account with that account_id")
+	if _, err := a.Store.Account(ctx, b.AccountID); err != nil {
+		a.fail(w, err, "no account with that account_id")
 		return
 	}
-	if !s.checkPolicyOrder(ctx, w, b.AccountID, &b) {
+	if !a.checkPolicyOrder(ctx, w, b.AccountID, &b) {
 		return
 	}
 	p := &accounts.Policy{ID: accounts.NewID("pol"), AccountID: b.AccountID, Order: []string{},
 		Funding: accounts.FundingHouse, CreatedAt: time.Now().UTC()}
 	b.apply(p)
-	if err := s.accts.CreatePolicy(ctx, p); err != nil {
-		s.storeError(w, err, "no account with that account_id")
+	if err := a.Store.CreatePolicy(ctx, p); err != nil {
+		a.fail(w, err, "no account with that account_id")
 		return
 	}
-	s.cache.PutPolicy(p)
+	a.Cache.PutPolicy(p)
 	writeJSON(w, http.StatusCreated, policyJSON(p))
 }
 
-// adminPatchPolicy serves PATCH /admin/v1/policies/{id}: the members present (name, order,
+// patchPolicy serves PATCH /admin/v1/policies/{id}: the members present (name, order,
 // funding, attempt_limit) replace the policy's, each checked as by POST (400 naming the field);
 // absent or null members are kept, and a kept order is not checked again (an entry naming a
 // connection revoked since matches nothing). 200 with the policy; 404 for an unknown id. This
 // process routes by the new policy from its next request; other replicas from their next
 // reload (store.reload_interval).
-func (s *Server) adminPatchPolicy(w http.ResponseWriter, r *http.Request) {
+func (a *api) patchPolicy(w http.ResponseWriter, r *http.Request) {
 	var f policyBody
-	if !decodeBody(w, r, &f, policyMembers) {
+	if !decode(w, r, &f, policyMembers) {
 		return
 	}
-	if param, msg := f.check(); msg != "" {
-		badRequest(w, param, "%s", msg)
-		return
-	}
-	ctx, cancel := adminCtx(r)
+	ctx, cancel := storeCtx(r)
 	defer cancel()
-	cur, err := s.accts.Policy(ctx, r.PathValue("id"))
+	cur, err := a.Store.Policy(ctx, r.PathValue("id"))
 	if err != nil {
-		s.storeError(w, err, "no policy with that id")
+		a.fail(w, err, "no policy with that id")
 		return
 	}
 	// The account's settings lock (a policy never changes account) orders this process's cache
 	// puts of the account's policies as their writes: checkPolicyRef puts what it read under it.
 	defer lockAccount(cur.AccountID).unlock()
-	if !s.checkPolicyOrder(ctx, w, cur.AccountID, &f) {
+	if !a.checkPolicyOrder(ctx, w, cur.AccountID, &f) {
 		return
 	}
-	p, err := s.accts.UpdatePolicy(ctx, cur.ID, func(p *accounts.Policy) error {
+	p, err := a.Store.UpdatePolicy(ctx, cur.ID, func(p *accounts.Policy) error {
 		f.apply(p)
 		return nil
 	})
 	if err != nil {
-		s.storeError(w, err, "no policy with that id")
+		a.fail(w, err, "no policy with that id")
 		return
 	}
-	s.cache.PutPolicy(p)
+	a.Cache.PutPolicy(p)
 	writeJSON(w, http.StatusOK, policyJSON(p))
 }
 
-// adminAccountPolicies serves GET /admin/v1/accounts/{id}/policies: the account's policies,
+// accountPolicies serves GET /admin/v1/accounts/{id}/policies: the account's policies,
 // oldest first; 404 for an unknown account.
-func (s *Server) adminAccountPolicies(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := adminCtx(r)
+func (a *api) accountPolicies(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := storeCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	if _, err := s.accts.Account(ctx, id); err != nil {
-		s.storeError(w, err, "no account with that id")
+	if _, err := a.Store.Account(ctx, id); err != nil {
+		a.fail(w, err, "no account with that id")
 		return
 	}
-	ps, err := s.accts.AccountPolicies(ctx, id)
+	ps, err := a.Store.AccountPolicies(ctx, id)
 	if err != nil {
-		s.storeError(w, err, "")
+		a.fail(w, err, "")
 		return
 	}
 	out := make([]map[string]any, len(ps))
@@ -209,7 +201,7 @@ func (s *Server) adminAccountPolicies(w http.ResponseWriter, r *http.Request) {
 // checkOrder checks a saved order: every entry names a catalog deployment or provider, or a
 // connection ("byok:<id>") of a key of account acct, and no entry repeats. It returns the
 // parameter and message of the first bad entry ("" when all are good), or a store error.
-func (s *Server) checkOrder(ctx context.Context, acct string, order []string) (param, msg string, err error) {
+func (a *api) checkOrder(ctx context.Context, acct string, order []string) (param, msg string, err error) {
 	var conns []accounts.Connection
 	for i, name := range order {
 		param = fmt.Sprintf("order[%d]", i)
@@ -218,13 +210,13 @@ func (s *Server) checkOrder(ctx context.Context, acct string, order []string) (p
 		}
 		id, isConn := strings.CutPrefix(name, accounts.ConnectionPrefix)
 		if !isConn {
-			if !s.knownDeployment(name) {
+			if !a.knownDeployment(name) {
 				return param, fmt.Sprintf("%q is not a deployment or provider of the catalog, nor byok:<connection id>", name), nil
 			}
 			continue
 		}
 		if conns == nil {
-			if conns, err = s.accts.ActiveConnections(ctx); err != nil {
+			if conns, err = a.Store.ActiveConnections(ctx); err != nil {
 				return "", "", err
 			}
 		}
@@ -232,7 +224,7 @@ func (s *Server) checkOrder(ctx context.Context, acct string, order []string) (p
 		if i < 0 {
 			return param, fmt.Sprintf("%q names no active connection", name), nil
 		}
-		k, err := s.accts.Key(ctx, conns[i].KeyID)
+		k, err := a.Store.Key(ctx, conns[i].KeyID)
 		if errors.Is(err, accounts.ErrNotFound) || (err == nil && k.AccountID != acct) {
 			return param, fmt.Sprintf("%q is not a connection of a key of this account", name), nil
 		}
@@ -244,11 +236,11 @@ func (s *Server) checkOrder(ctx context.Context, acct string, order []string) (p
 }
 
 // knownDeployment reports whether name is a deployment's name or a provider in the catalog.
-func (s *Server) knownDeployment(name string) bool {
-	if s.cat.Deployment(name) != nil {
+func (a *api) knownDeployment(name string) bool {
+	if a.Catalog.Deployment(name) != nil {
 		return true
 	}
-	for _, d := range s.cat.Deployments {
+	for _, d := range a.Catalog.Deployments {
 		if d.Provider == name {
 			return true
 		}
@@ -256,13 +248,13 @@ func (s *Server) knownDeployment(name string) bool {
 	return false
 }
 
-// adminGetPolicy serves GET /admin/v1/policies/{id}: the policy, or 404.
-func (s *Server) adminGetPolicy(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := adminCtx(r)
+// getPolicy serves GET /admin/v1/policies/{id}: the policy, or 404.
+func (a *api) getPolicy(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := storeCtx(r)
 	defer cancel()
-	p, err := s.accts.Policy(ctx, r.PathValue("id"))
+	p, err := a.Store.Policy(ctx, r.PathValue("id"))
 	if err != nil {
-		s.storeError(w, err, "no policy with that id")
+		a.fail(w, err, "no policy with that id")
 		return
 	}
 	writeJSON(w, http.StatusOK, policyJSON(p))
@@ -283,66 +275,66 @@ func connectionJSON(c *accounts.Connection) map[string]any {
 		"dialect": c.Dialect, "base_url": c.BaseURL, "models": c.Models, "created_at": c.CreatedAt}
 }
 
-// adminCreateConnection serves POST /admin/v1/keys/{id}/connections: a BYOK connection of an
+// createConnection serves POST /admin/v1/keys/{id}/connections: a BYOK connection of an
 // active key (R-KEY-5): its provider name, dialect (openai or anthropic), base URL as the
 // provider's SDK takes it (OpenAI: ending in /v1), API key, and the catalog model ids it serves
 // (default: every model that has a route of the same dialect). It routes as deployment
 // "byok:<id>" for requests of that key. 201 with the connection (never its API key); 400 naming
 // the field; 404 for an unknown or revoked key.
-func (s *Server) adminCreateConnection(w http.ResponseWriter, r *http.Request) {
+func (a *api) createConnection(w http.ResponseWriter, r *http.Request) {
 	var b connectionBody
-	if !decodeBody(w, r, &b, []string{"provider", "dialect", "base_url", "api_key", "models"}, "provider", "dialect", "base_url", "api_key") {
+	if !decode(w, r, &b, []string{"provider", "dialect", "base_url", "api_key", "models"}, "provider", "dialect", "base_url", "api_key") {
 		return
 	}
-	if param, msg := s.checkConnection(&b); msg != "" {
+	if param, msg := a.checkConnection(&b); msg != "" {
 		badRequest(w, param, "%s", msg)
 		return
 	}
-	ctx, cancel := adminCtx(r)
+	ctx, cancel := storeCtx(r)
 	defer cancel()
-	k, err := s.accts.Key(ctx, r.PathValue("id"))
+	k, err := a.Store.Key(ctx, r.PathValue("id"))
 	if err == nil && !k.RevokedAt.IsZero() {
 		err = accounts.ErrNotFound
 	}
 	if err != nil {
-		s.storeError(w, err, "no active key with that id")
+		a.fail(w, err, "no active key with that id")
 		return
 	}
 	c := &accounts.Connection{ID: accounts.NewID("conn"), KeyID: k.ID, Provider: b.Provider, Dialect: b.Dialect,
-		BaseURL: b.BaseURL, APIKey: s.box.Seal(b.APIKey), Models: b.Models, CreatedAt: time.Now().UTC()}
-	if err := s.accts.CreateConnection(ctx, c); err != nil {
-		s.storeError(w, err, "no active key with that id")
+		BaseURL: b.BaseURL, APIKey: a.Box.Seal(b.APIKey), Models: b.Models, CreatedAt: time.Now().UTC()}
+	if err := a.Store.CreateConnection(ctx, c); err != nil {
+		a.fail(w, err, "no active key with that id")
 		return
 	}
-	s.cache.PutConnection(c)
+	a.Cache.PutConnection(c)
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, connectionJSON(c))
 }
 
-// adminRevokeConnection serves DELETE /admin/v1/keys/{id}/connections/{conn}: it revokes the
+// revokeConnection serves DELETE /admin/v1/keys/{id}/connections/{conn}: it revokes the
 // key's connection (R-KEY-5) in the store, then drops it from this process's cache and closes
 // its idle upstream connections, before the 204: the key's next request is planned without it
 // (under funding byok with no other connection serving the model, it is refused naming
 // settings.policy). Other replicas stop using it at their next reload. A policy whose order
 // names it keeps working: the entry matches nothing. 404 when the key has no such active
 // connection (unknown key or connection, another key's, or revoked already).
-func (s *Server) adminRevokeConnection(w http.ResponseWriter, r *http.Request) {
+func (a *api) revokeConnection(w http.ResponseWriter, r *http.Request) {
 	keyID, connID := r.PathValue("id"), r.PathValue("conn")
-	ctx, cancel := adminCtx(r)
+	ctx, cancel := storeCtx(r)
 	defer cancel()
 	now := time.Now().UTC()
-	if err := s.accts.RevokeConnection(ctx, keyID, connID, now); err != nil {
-		s.storeError(w, err, "that key has no active connection with that id")
+	if err := a.Store.RevokeConnection(ctx, keyID, connID, now); err != nil {
+		a.fail(w, err, "that key has no active connection with that id")
 		return
 	}
-	s.cache.PutConnection(&accounts.Connection{ID: connID, KeyID: keyID, RevokedAt: now})
-	s.dropBYOK(connID)
+	a.Cache.PutConnection(&accounts.Connection{ID: connID, KeyID: keyID, RevokedAt: now})
+	a.DropConnection(connID)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // checkConnection validates a connection body and fills its default models; it returns the
 // parameter and message of the first problem, or "" and "".
-func (s *Server) checkConnection(b *connectionBody) (param, msg string) {
+func (a *api) checkConnection(b *connectionBody) (param, msg string) {
 	switch {
 	case strings.TrimSpace(b.Provider) == "" || strings.ContainsAny(b.Provider, " \t\r\n"):
 		return "provider", "provider must be a non-empty name without spaces, such as openai"
@@ -358,7 +350,7 @@ func (s *Server) checkConnection(b *connectionBody) (param, msg string) {
 		return "base_url", "base_url must be an absolute http(s) URL without credentials, query or fragment, such as https://api.openai.com/v1"
 	}
 	if b.Models == nil {
-		if b.Models = byokModels(s.cat, catalog.Dialect(b.Dialect)); len(b.Models) == 0 {
+		if b.Models = byokModels(a.Catalog, catalog.Dialect(b.Dialect)); len(b.Models) == 0 {
 			return "models", "no catalog model has a route of dialect " + b.Dialect + "; name the models"
 		}
 		return "", ""
@@ -367,7 +359,7 @@ func (s *Server) checkConnection(b *connectionBody) (param, msg string) {
 		return "models", fmt.Sprintf("models must name 1 to %d catalog model ids", maxConnectionModels)
 	}
 	for i, id := range b.Models {
-		if s.cat.Model(id) == nil {
+		if a.Catalog.Model(id) == nil {
 			return fmt.Sprintf("models[%d]", i), fmt.Sprintf("%q is not a model id of the catalog (GET /v1/models lists them)", clip(id))
 		}
 		if slices.Contains(b.Models[:i], id) {
@@ -377,28 +369,20 @@ func (s *Server) checkConnection(b *connectionBody) (param, msg string) {
 	return "", ""
 }
 
-// clip shortens an echoed value to 64 bytes.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
-
-// adminConnections serves GET /admin/v1/keys/{id}/connections: the key's active connections,
+// keyConnections serves GET /admin/v1/keys/{id}/connections: the key's active connections,
 // without their API keys, each with usable (whether its stored credential opens with this
 // gateway's store.secret_key).
-func (s *Server) adminConnections(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := adminCtx(r)
+func (a *api) keyConnections(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := storeCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	if _, err := s.accts.Key(ctx, id); err != nil {
-		s.storeError(w, err, "no key with that id")
+	if _, err := a.Store.Key(ctx, id); err != nil {
+		a.fail(w, err, "no key with that id")
 		return
 	}
-	all, err := s.accts.ActiveConnections(ctx)
+	all, err := a.Store.ActiveConnections(ctx)
 	if err != nil {
-		s.storeError(w, err, "")
+		a.fail(w, err, "")
 		return
 	}
 	out := []map[string]any{}
@@ -407,7 +391,7 @@ func (s *Server) adminConnections(w http.ResponseWriter, r *http.Request) {
 			c := connectionJSON(&all[i])
 			// usable is false for a credential sealed under another store.secret_key (or
 			// sealed while none is set now): the connection serves nothing until it opens.
-			_, err := s.box.Open(all[i].APIKey)
+			_, err := a.Box.Open(all[i].APIKey)
 			c["usable"] = err == nil
 			out = append(out, c)
 		}
@@ -422,40 +406,40 @@ func (s *Server) adminConnections(w http.ResponseWriter, r *http.Request) {
 // which does not exist or belongs to another account than acct: 400 naming settings.policy.
 // A patch without policy, or detaching it ("" or null), passes; a policy that is not a string
 // is left to the layers package to refuse.
-func (s *Server) checkPolicyRef(ctx context.Context, acct string, patch json.RawMessage) error {
+func (a *api) checkPolicyRef(ctx context.Context, acct string, patch json.RawMessage) error {
 	id := gjson.GetBytes(patch, "policy")
 	if id.Type != gjson.String || id.Str == "" {
 		return nil
 	}
-	p, err := s.accts.Policy(ctx, id.Str)
+	p, err := a.Store.Policy(ctx, id.Str)
 	if errors.Is(err, accounts.ErrNotFound) || (err == nil && p.AccountID != acct) {
 		return &errSettings{status: http.StatusBadRequest, fe: &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
 			Msg: fmt.Sprintf("settings.policy: no routing policy %q in this account", clip(id.Str))}}
 	}
 	if err == nil {
-		s.cache.PutPolicy(p)
+		a.Cache.PutPolicy(p)
 	}
 	return err
 }
 
-// adminDeletePolicy serves DELETE /admin/v1/policies/{id}: 204 once the policy is gone from the
+// deletePolicy serves DELETE /admin/v1/policies/{id}: 204 once the policy is gone from the
 // store and this process's cache (other replicas drop it at their next reload); 404 for an
 // unknown policy; 409 naming every layer of its account (the account, a workspace, an active
 // key) whose settings attach it, which must detach it first (settings.policy null). The check
 // and the delete hold the account's settings lock, so no attach of this process slips between.
-func (s *Server) adminDeletePolicy(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := adminCtx(r)
+func (a *api) deletePolicy(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := storeCtx(r)
 	defer cancel()
 	id := r.PathValue("id")
-	p, err := s.accts.Policy(ctx, id)
+	p, err := a.Store.Policy(ctx, id)
 	if err != nil {
-		s.storeError(w, err, "no policy with that id")
+		a.fail(w, err, "no policy with that id")
 		return
 	}
 	defer lockAccount(p.AccountID).unlock()
-	t, _, err := s.accountTree(ctx, p.AccountID)
+	t, _, err := a.accountTree(ctx, p.AccountID)
 	if err != nil {
-		s.storeError(w, err, "no policy with that id")
+		a.fail(w, err, "no policy with that id")
 		return
 	}
 	var users []string
@@ -476,14 +460,29 @@ func (s *Server) adminDeletePolicy(w http.ResponseWriter, r *http.Request) {
 		attached("key", t.Keys[i].ID, &t.Keys[i].Settings)
 	}
 	if len(users) > 0 {
-		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
+		writeError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Param: "settings.policy",
 			Msg: "the policy is attached to " + strings.Join(users, ", ") + "; detach it first (settings.policy null)"})
 		return
 	}
-	if err := s.accts.DeletePolicy(ctx, id); err != nil {
-		s.storeError(w, err, "no policy with that id")
+	if err := a.Store.DeletePolicy(ctx, id); err != nil {
+		a.fail(w, err, "no policy with that id")
 		return
 	}
-	s.cache.DeletePolicy(id)
+	a.Cache.DeletePolicy(id)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// byokModels are the catalog model ids a connection of dialect d serves by default
+// (contract.md: every model that has a route of the same dialect), in catalog order.
+func byokModels(cat *catalog.Catalog, d catalog.Dialect) []string {
+	var ids []string
+	for _, m := range cat.Models {
+		for _, rt := range m.Routes {
+			if rt.Deployment.Dialect == d {
+				ids = append(ids, m.ID)
+				break
+			}
+		}
+	}
+	return ids
 }

@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"context"
@@ -101,16 +101,6 @@ func conflictMessage(fields []string, cs []conflictJSON) string {
 	return b.String()
 }
 
-// answerSettings answers err: an *errSettings as shaped, anything else as a store error.
-func (s *Server) answerSettings(w http.ResponseWriter, err error, notFound string) {
-	var es *errSettings
-	if errors.As(err, &es) {
-		adminErrorConflicts(w, es.status, es.fe, es.conflicts)
-		return
-	}
-	s.storeError(w, err, notFound)
-}
-
 // parsePatch reads a request's `settings` (absent or null: nil, no change), refusing a
 // non-object and naming every unknown field (sorted) in a 400.
 func parsePatch(raw json.RawMessage) (json.RawMessage, error) {
@@ -152,30 +142,30 @@ func storedSettings(n layers.Name, id string, raw json.RawMessage) (layers.Setti
 // account, every one of its workspaces (with or without keys, wherever created) and its active
 // keys, workspaces sorted by id. The caller holds the account's settings lock ([lockAccount]) from
 // this read until its change is saved, so that no other write of this process interleaves.
-func (s *Server) accountTree(ctx context.Context, acctID string) (layers.Tree, *accounts.Account, error) {
-	a, err := s.accts.Account(ctx, acctID)
+func (a *api) accountTree(ctx context.Context, acctID string) (layers.Tree, *accounts.Account, error) {
+	acct, err := a.Store.Account(ctx, acctID)
 	if err != nil {
 		return layers.Tree{}, nil, err
 	}
-	t := layers.Tree{Account: layers.Node{ID: a.ID}}
-	if t.Account.Settings, err = storedSettings(layers.Account, a.ID, a.Settings); err != nil {
+	t := layers.Tree{Account: layers.Node{ID: acct.ID}}
+	if t.Account.Settings, err = storedSettings(layers.Account, acct.ID, acct.Settings); err != nil {
 		return t, nil, err
 	}
-	wss, err := s.accts.Workspaces(ctx, acctID)
+	wss, err := a.Store.Workspaces(ctx, acctID)
 	if err != nil {
 		return t, nil, err
 	}
 	slices.SortFunc(wss, func(x, y accounts.Workspace) int { return strings.Compare(x.ID, y.ID) })
 	for i := range wss {
 		ws := &wss[i]
-		s.cache.PutWorkspace(ws) // the freshest read: this process's keys in it see it at once
+		a.Cache.PutWorkspace(ws) // the freshest read: this process's keys in it see it at once
 		st, err := storedSettings(layers.Workspace, ws.ID, ws.Settings)
 		if err != nil {
 			return t, nil, err
 		}
 		t.Workspaces = append(t.Workspaces, layers.WorkspaceNode{Node: layers.Node{ID: ws.ID, Settings: st}})
 	}
-	keys, err := s.accts.ActiveKeys(ctx)
+	keys, err := a.Store.ActiveKeys(ctx)
 	if err != nil {
 		return t, nil, err
 	}
@@ -190,7 +180,7 @@ func (s *Server) accountTree(ctx context.Context, acctID string) (layers.Tree, *
 		}
 		addKey(&t, k.WorkspaceID, layers.Node{ID: k.ID, Settings: st})
 	}
-	return t, a, nil
+	return t, acct, nil
 }
 
 // stripedLocks are mutexes for string ids: each id hashes onto one of a fixed set of stripes,
@@ -228,7 +218,7 @@ func lockAccount(acctID string) *accountLock {
 // two accounts could deadlock with another, so that is a programming error (panic).
 func (l *accountLock) lock(acctID string) {
 	if l.mu != nil {
-		panic("server: an admin request locks a second account")
+		panic("admin: an admin request locks a second account")
 	}
 	l.mu = settingsLocks.of(acctID)
 	l.mu.Lock()
@@ -245,23 +235,23 @@ func (l *accountLock) unlock() {
 // lockedWorkspace reads workspace id, takes its account's settings lock into held, and reads
 // the workspace again under it (a workspace never changes account), so the caller's check and
 // save see no change made before the lock was taken.
-func (s *Server) lockedWorkspace(ctx context.Context, held *accountLock, id string) (*accounts.Workspace, error) {
-	ws, err := s.accts.Workspace(ctx, id)
+func (a *api) lockedWorkspace(ctx context.Context, held *accountLock, id string) (*accounts.Workspace, error) {
+	ws, err := a.Store.Workspace(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	held.lock(ws.AccountID)
-	return s.accts.Workspace(ctx, id)
+	return a.Store.Workspace(ctx, id)
 }
 
 // lockedKey is lockedWorkspace for key id.
-func (s *Server) lockedKey(ctx context.Context, held *accountLock, id string) (*accounts.Key, error) {
-	k, err := s.accts.Key(ctx, id)
+func (a *api) lockedKey(ctx context.Context, held *accountLock, id string) (*accounts.Key, error) {
+	k, err := a.Store.Key(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	held.lock(k.AccountID)
-	return s.accts.Key(ctx, id)
+	return a.Store.Key(ctx, id)
 }
 
 // addKey puts key node n under its workspace in t (at the top when wsID is "" or unknown).
@@ -278,12 +268,12 @@ func addKey(t *layers.Tree, wsID string, n layers.Node) {
 // proposeCreate checks that a new workspace (n Workspace) or key (n Key, under wsID) with the
 // given settings patch leaves no layer of its account with no candidate, and returns its
 // settings in their canonical JSON form.
-func (s *Server) proposeCreate(ctx context.Context, acctID string, n layers.Name, id, wsID string, patch json.RawMessage) (json.RawMessage, error) {
-	t, _, err := s.accountTree(ctx, acctID)
+func (a *api) proposeCreate(ctx context.Context, acctID string, n layers.Name, id, wsID string, patch json.RawMessage) (json.RawMessage, error) {
+	t, _, err := a.accountTree(ctx, acctID)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkPolicyRef(ctx, acctID, patch); err != nil {
+	if err := a.checkPolicyRef(ctx, acctID, patch); err != nil {
 		return nil, err
 	}
 	if n == layers.Workspace {

@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"encoding/json"
@@ -11,22 +11,22 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/layers"
 )
 
-// adminEffective answers a key's effective settings (contract.md: each field with value and
+// effective answers a key's effective settings (contract.md: each field with value and
 // fixed_by), merged by layers.Effective from the gateway's defaults (the default layer:
 // routing.strategy, "price" when unset), its account's, workspace's and own settings. A
 // stored settings object that the layers package refuses (settings are stored as opaque JSON
 // objects until the admin API validates them with it) is a 409 naming the layer.
-func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := adminCtx(r)
+func (a *api) effective(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := storeCtx(r)
 	defer cancel()
-	k, err := s.accts.Key(ctx, r.PathValue("id"))
+	k, err := a.Store.Key(ctx, r.PathValue("id"))
 	if err != nil {
-		s.storeError(w, err, "no key with that id")
+		a.fail(w, err, "no key with that id")
 		return
 	}
-	a, err := s.accts.Account(ctx, k.AccountID)
+	acct, err := a.Store.Account(ctx, k.AccountID)
 	if err != nil {
-		s.storeError(w, err, "the key's account no longer exists")
+		a.fail(w, err, "the key's account no longer exists")
 		return
 	}
 	type raw struct {
@@ -34,11 +34,11 @@ func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
 		id       string
 		settings json.RawMessage
 	}
-	in := []raw{{layers.Account, a.ID, a.Settings}}
+	in := []raw{{layers.Account, acct.ID, acct.Settings}}
 	if k.WorkspaceID != "" {
-		ws, err := s.accts.Workspace(ctx, k.WorkspaceID)
+		ws, err := a.Store.Workspace(ctx, k.WorkspaceID)
 		if err != nil {
-			s.storeError(w, err, "the key's workspace no longer exists")
+			a.fail(w, err, "the key's workspace no longer exists")
 			return
 		}
 		in = append(in, raw{layers.Workspace, ws.ID, ws.Settings})
@@ -46,7 +46,7 @@ func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
 	in = append(in, raw{layers.Key, k.ID, k.Settings})
 	// The default layer carries the gateway's routing.strategy, which a key's requests follow
 	// when no layer sets one: the answer reports it, fixed_by "default".
-	strategy := s.strategy
+	strategy := a.Strategy
 	if strategy == "" {
 		strategy = config.DefaultStrategy
 	}
@@ -55,7 +55,7 @@ func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
 	for _, l := range in {
 		st, err := layers.Apply(layers.Settings{}, l.settings)
 		if err != nil {
-			adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
+			writeError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest,
 				Msg: fmt.Sprintf("the stored settings of %s %s are not valid settings: %v", l.name, l.id, err)})
 			return
 		}
@@ -65,10 +65,10 @@ func (s *Server) adminEffective(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var es *errSettings
 		if errors.As(settingsError(err, layers.Default, ""), &es) && es.conflicts != nil {
-			adminErrorConflicts(w, http.StatusConflict, es.fe, es.conflicts)
+			writeConflicts(w, http.StatusConflict, es.fe, es.conflicts)
 			return
 		}
-		adminError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Msg: err.Error()})
+		writeError(w, http.StatusConflict, &failure.Error{Class: failure.InvalidRequest, Msg: err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, m)

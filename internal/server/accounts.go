@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/admin"
+	"github.com/switchyard-gw/switchyard/internal/admission"
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/config"
+	"github.com/switchyard-gw/switchyard/internal/secret"
+)
+
+// storeTimeout bounds the store work of one admin request, and the initial load.
+const storeTimeout = 10 * time.Second
+
+// initAccounts sets up the admin token and, with a store of accounts, the key cache (loaded
+// now) and the ledger writer; with a store but no admin.token it logs one line saying the
+// admin API is off.
+func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error {
+	if o.Accounts == nil {
+		return nil
+	}
+	if prev != nil { // a reload: the same store, cache and ledger writer; the key from cfg
+		s.accts, s.ledger, s.cache = prev.accts, prev.ledger, prev.cache
+		s.replica, s.reconciler = prev.replica, prev.reconciler
+		box, err := secret.New(cfg.Store.SecretKey)
+		s.box = box
+		return err
+	}
+	if cfg.Admin.Token == "" {
+		// a store of accounts is useless without the admin API that fills it: say why it is off
+		s.logf("admin API off: admin.token is empty; /admin/v1/ answers 404")
+	}
+	s.accts = o.Accounts
+	box, err := secret.New(cfg.Store.SecretKey)
+	if err != nil {
+		return err
+	}
+	s.box = box
+	s.replica = accounts.NewID("rep")
+	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf, Replica: s.replica})
+	if rs, ok := o.Accounts.(accounts.ReplicaStore); ok {
+		s.reconciler = accounts.NewReconciler(o.Accounts, rs, s.replica, accounts.ReconcilerOptions{
+			Audit: s.auditEnd, Logf: s.logf, Count: func(mark string) { s.metrics.reconciled.WithLabelValues(mark).Inc() }})
+	}
+	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
+		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
+		AccountLayers: func(id string) []admission.Layer {
+			if live := s.live.Load(); live != nil {
+				return live.acctLayers[id]
+			}
+			return s.acctLayers[id] // the first load, in New, before the snapshot is published
+		},
+		OnChange: s.onChange,
+		Balances: s.syncBalance})
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.reloadRoutable(ctx); err != nil {
+		return err
+	}
+	return s.cache.Reload(ctx)
+}
+
+// syncBalance hands a reloaded prepaid balance to an in-memory admission store, so that a
+// replica without a shared store sees credits made through another within one reload; the
+// Redis store keeps the one balance every replica charges and needs none.
+func (s *Server) syncBalance(accountID string, balanceMicroUSD int64) {
+	if m, ok := s.admit.(*admission.Memory); ok {
+		m.SyncBalance(accountID, balanceMicroUSD)
+	}
+}
+
+// ReloadKeys reloads the stored keys and accounts from the store now, as Run does every
+// store.reload_interval (default 5 s): keys created or revoked through another replica take
+// effect here. Without a store of accounts it does nothing. It returns the store's error.
+func (s *Server) ReloadKeys(ctx context.Context) error {
+	if s.cache == nil {
+		return nil
+	}
+	return s.cache.Reload(ctx)
+}
+
+// adminHandler is the admin API (package admin) of this snapshot, mounted at /admin/: its
+// token, the store of accounts with this process's cache, ledger writer and admission store,
+// the catalog and the live routable state.
+func (s *Server) adminHandler() http.Handler {
+	o := admin.Options{
+		Token:          s.cfg.Admin.Token,
+		Catalog:        s.cat,
+		Routable:       routableAdmin{s},
+		Strategy:       s.strategy,
+		DropConnection: s.dropBYOK,
+		NotFound:       http.HandlerFunc(s.serveNotFound),
+		Logf:           s.logf,
+	}
+	if s.accts != nil {
+		o.Store, o.Cache, o.Ledger, o.Credits, o.Box = s.accts, s.cache, s.ledger, s.admit, s.box
+	}
+	return admin.New(o)
+}
+
+// routableAdmin is the live routable state as the admin API reads and reloads it.
+type routableAdmin struct{ s *Server }
+
+func (ra routableAdmin) Disabled(rt *catalog.Route) bool { return ra.s.routable.Disabled(rt) }
+
+func (ra routableAdmin) Override(deployment, model string) (disabled, ok bool) {
+	return ra.s.routable.override(routableKey{deployment, model})
+}
+
+func (ra routableAdmin) Reload(ctx context.Context) error { return ra.s.reloadRoutable(ctx) }
