@@ -93,6 +93,14 @@ type Attempt struct {
 	// ErrorOrigin says who the failure of the attempt comes from (ErrorOriginOf, derived from
 	// ErrorCode; not stored): "upstream", "gateway", "caller", or "" on success.
 	ErrorOrigin string `json:"error_origin"`
+	// EndedAt is when the attempt ended: its response relayed to the end, or its failure
+	// (the end of its trace span). Not stored; zero when unknown (a record read back).
+	EndedAt time.Time `json:"-"`
+	// FinishReason is the provider's finish reason of a completed attempt (an OpenAI
+	// finish_reason, an Anthropic stop_reason; the canonical stop reason when translated;
+	// for a non-stream answer only when the call is traced): the span's
+	// gen_ai.response.finish_reasons. Not stored; "" when unknown.
+	FinishReason string `json:"-"`
 }
 
 // The error origins of an attempt (Attempt.ErrorOrigin).

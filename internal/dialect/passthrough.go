@@ -1,11 +1,12 @@
 package dialect
 
 import (
-	"strconv"
-
 	"bytes"
-	"github.com/switchyard-gw/switchyard/internal/failure"
+	"strconv"
+	"strings"
 	"unsafe"
+
+	"github.com/switchyard-gw/switchyard/internal/failure"
 
 	"github.com/tidwall/gjson"
 )
@@ -64,6 +65,10 @@ type StreamState struct {
 	// message_delta with a stop_reason): a clean end of stream after it is a complete answer,
 	// not a truncation, even without the terminal frame ([DONE], message_stop).
 	Finished bool
+	// FinishReason is the provider's finish reason as sent (an OpenAI finish_reason, an
+	// Anthropic stop_reason), interned by InternFinishReason; "" until the finish. It feeds the
+	// attempt span's gen_ai.response.finish_reasons (docs/observability.md).
+	FinishReason string
 	// Scratch is reused between frames to build rewritten data without allocating.
 	Scratch []byte
 }
@@ -71,6 +76,47 @@ type StreamState struct {
 // Reset prepares st for a new attempt, keeping its scratch buffer.
 func (st *StreamState) Reset(requestedModel string, includeUsage bool) {
 	*st = StreamState{RequestedModel: requestedModel, IncludeUsage: includeUsage, Scratch: st.Scratch[:0]}
+}
+
+// maxFinishReason bounds a finish reason kept from a provider (bytes): a longer one is cut.
+const maxFinishReason = 32
+
+// InternFinishReason returns s as a string that may be kept past the frame it was read from:
+// a constant for the finish and stop reasons the OpenAI and Anthropic APIs document (no
+// allocation), otherwise a copy of at most 32 bytes of s (s may be a View of a reused buffer).
+func InternFinishReason(s string) string {
+	switch s {
+	case "":
+		return ""
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "content_filter":
+		return "content_filter"
+	case "function_call":
+		return "function_call"
+	case "end_turn":
+		return "end_turn"
+	case "max_tokens":
+		return "max_tokens"
+	case "stop_sequence":
+		return "stop_sequence"
+	case "tool_use":
+		return "tool_use"
+	case "pause_turn":
+		return "pause_turn"
+	case "refusal":
+		return "refusal"
+	case "model_context_window_exceeded":
+		return "model_context_window_exceeded"
+	}
+	if len(s) > maxFinishReason {
+		s = s[:maxFinishReason]
+	}
+	return strings.Clone(s)
 }
 
 // View returns b as a string without copying. The string must not outlive b or be retained:

@@ -29,6 +29,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/sse"
 	"github.com/switchyard-gw/switchyard/internal/stats"
 	"github.com/switchyard-gw/switchyard/internal/upstream"
+	"github.com/tidwall/gjson"
 )
 
 // maxErrorBody caps how much of an upstream error body is read for classification.
@@ -73,6 +74,10 @@ type Request struct {
 	// max_tokens, defaulted to the same basis), so that the provider cannot bill more output
 	// than was reserved (docs/limits.md).
 	CapOutput bool
+	// FinishReasons records each completed non-stream attempt's finish reason in
+	// audit.Attempt.FinishReason (one more lookup in the response body; streams record it as
+	// they scan): set when the call is traced.
+	FinishReasons bool
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -332,6 +337,7 @@ chain:
 			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
 				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, model: mres, echo: echo}
 			err = rl.attempt(ctx, &run)
+			run.a.EndedAt = time.Now()
 			rl.observe(run.a, err)
 			fe := failure.From(err)
 			if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
@@ -520,8 +526,14 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	var seen bool
 	if r.cross {
 		out, usage, seen, err = r.sc.tr.rewriteResponse(r.sc.out[:0], b, r.up, r.req.Codec, r.echo, r.req.ID)
+		if r.req.FinishReasons {
+			r.a.FinishReason = dialect.InternFinishReason(string(r.sc.tr.stop))
+		}
 	} else {
 		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.echo)
+		if r.req.FinishReasons && err == nil {
+			r.a.FinishReason = responseFinishReason(r.up, b)
+		}
 	}
 	if err == nil {
 		out = r.appendProviderMetadata(out) // served-by in the body (metadata.go)
@@ -648,6 +660,7 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			return rl.callerGone(r)
 		}
 		if kind == dialect.FrameDone {
+			r.a.FinishReason = sc.st.FinishReason
 			call.Drain() // lets the connection be reused
 			r.res.Usage, r.res.UsageSeen = sc.st.Usage, sc.st.UsageSeen
 			r.finishUsage(sc.st.Usage, sc.st.UsageSeen)
@@ -677,7 +690,23 @@ func (rl *Relay) endStream(r *attemptRun) error {
 	r.res.Usage, r.res.UsageSeen = sc.st.Usage, sc.st.UsageSeen
 	r.finishUsage(sc.st.Usage, sc.st.UsageSeen)
 	r.a.Outcome = audit.OutcomeCompleted
+	r.a.FinishReason = sc.st.FinishReason
 	return nil
+}
+
+// responseFinishReason is the finish reason of a non-stream response body of the codec's
+// dialect: the first choice's finish_reason (OpenAI chat completions) or the stop_reason
+// (Anthropic messages); "" when it has none.
+func responseFinishReason(up Codec, body []byte) string {
+	path := "stop_reason"
+	if up.isOpenAI() {
+		path = "choices.0.finish_reason"
+	}
+	v := gjson.GetBytes(body, path)
+	if v.Type != gjson.String {
+		return ""
+	}
+	return dialect.InternFinishReason(v.Str)
 }
 
 // streamFailure handles a failure inside a stream. Before commit it is returned for failover
@@ -865,8 +894,8 @@ func (rl *Relay) observe(a *audit.Attempt, err error) {
 	if rl.Stats == nil {
 		return
 	}
-	o := stats.Observation{Deployment: a.Deployment, Model: a.Model, At: time.Now(),
-		Duration: time.Since(a.DispatchedAt), OutputTokens: int(a.Tokens.Output)}
+	o := stats.Observation{Deployment: a.Deployment, Model: a.Model, At: a.EndedAt,
+		Duration: a.EndedAt.Sub(a.DispatchedAt), OutputTokens: int(a.Tokens.Output)}
 	if fe := failure.From(err); fe != nil {
 		o.Outcome = fe.Class
 	}

@@ -20,6 +20,8 @@ type translation struct {
 	decErr  error
 	base    int // len(req.Dropped) after decoding: what the caller's decoder itself dropped
 	events  []dialect.Event
+	// stop is the stop reason of the last translated non-stream response (rewriteResponse).
+	stop dialect.StopReason
 
 	oaDec openai.StreamDecoder
 	oaEnc openai.StreamEncoder
@@ -124,6 +126,9 @@ func (t *translation) scanFrame(dst []byte, ev sse.Event, up, caller Codec, st *
 		case dialect.EventUsage: // the latest report wins; it commits nothing on its own
 			st.Usage, st.UsageSeen = e.Usage, true
 		case dialect.EventFinish:
+			if !st.Finished { // the canonical stop reason: a translated attempt's finish reason
+				st.FinishReason = dialect.InternFinishReason(string(e.Stop))
+			}
 			st.Finished = true
 		}
 		dst = caller.encodeStream(t, dst, e)
@@ -137,5 +142,6 @@ func (t *translation) rewriteResponse(dst, body []byte, up, caller Codec, reques
 	if err != nil {
 		return dst, dialect.Usage{}, false, err
 	}
+	t.stop = resp.Stop
 	return caller.AppendResponse(dst, resp, requestedModel, requestID), resp.Usage, resp.UsageSeen, nil
 }

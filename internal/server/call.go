@@ -102,7 +102,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	// A request that holds money is held to its reserve's output basis (relay.Request.CapOutput).
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
-		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered}
+		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording()}
 	p := &cs.plan
 	out := s.relay.Run(ctx, w, &cs.req, p)
 	cs.req = relay.Request{}

@@ -89,9 +89,12 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 	next := 0
 	for i := range rec.Attempts {
 		a := &rec.Attempts[i]
-		aend := end
-		if i+1 < len(rec.Attempts) {
-			aend = rec.Attempts[i+1].DispatchedAt
+		aend := a.EndedAt // exact; else (never on the relay's records) the next dispatch or the call's end
+		if aend.IsZero() {
+			aend = end
+			if i+1 < len(rec.Attempts) {
+				aend = rec.Attempts[i+1].DispatchedAt
+			}
 		}
 		ctx := tr.ctx
 		if next < len(tr.sends) && tr.sends[next].deployment == a.Deployment {
@@ -116,6 +119,9 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 		}
 		if a.Outcome == audit.OutcomeCompleted || a.Outcome == audit.OutcomeTruncated {
 			attrs = append(attrs, attribute.String("gen_ai.response.model", a.UpstreamModel))
+		}
+		if a.FinishReason != "" {
+			attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{a.FinishReason}))
 		}
 		if a.HeadersMS != nil {
 			attrs = append(attrs, attribute.Float64("switchyard.headers_ms", *a.HeadersMS))
@@ -160,6 +166,9 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 		}
 		if a.FirstTokenMS != nil {
 			attrs = append(attrs, attribute.Float64("switchyard.commit_ms", *a.FirstTokenMS))
+		}
+		if a.FinishReason != "" {
+			attrs = append(attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{a.FinishReason}))
 		}
 	}
 	if rec.ErrorCode != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"go.opentelemetry.io/otel/attribute"
@@ -91,6 +92,21 @@ func TestTraceSpans(t *testing.T) {
 	if _, ok := sa["switchyard.commit_ms"]; !ok {
 		t.Error("server span lacks switchyard.commit_ms")
 	}
+	if got := sa["gen_ai.response.finish_reasons"].AsStringSlice(); len(got) != 1 || got[0] != "stop" {
+		t.Errorf("server span gen_ai.response.finish_reasons = %q, want [stop]", got)
+	}
+	// Attempt spans end when their attempt ended, not at the next dispatch or the call's end.
+	var ends [3]time.Time
+	var starts [3]time.Time
+	for _, c := range clients {
+		n := attrs(c.Attributes)["switchyard.attempt"].AsInt64()
+		if n >= 1 && n <= 2 {
+			ends[n], starts[n] = c.EndTime, c.StartTime
+		}
+	}
+	if !ends[1].Before(starts[2]) || !ends[2].Before(srv.EndTime) || !starts[2].Before(ends[2]) {
+		t.Errorf("attempt spans: 1 ends %v, 2 starts %v and ends %v, server ends %v: want each attempt's own end", ends[1], starts[2], ends[2], srv.EndTime)
+	}
 	ups := [][]fp.Request{g.Fakes["oa-primary"].Requests(), g.Fakes["oa-backup"].Requests()}
 	for i, c := range clients {
 		ca := attrs(c.Attributes)
@@ -112,6 +128,12 @@ func TestTraceSpans(t *testing.T) {
 		if n == 1 && ca["error.type"].AsString() != "upstream_error" {
 			t.Errorf("failed attempt error.type %q, want upstream_error", ca["error.type"].AsString())
 		}
+		if _, ok := ca["gen_ai.response.finish_reasons"]; n == 1 && ok {
+			t.Errorf("failed attempt has finish reasons %v", ca["gen_ai.response.finish_reasons"])
+		}
+		if got := ca["gen_ai.response.finish_reasons"].AsStringSlice(); n == 2 && (len(got) != 1 || got[0] != "stop") {
+			t.Errorf("served attempt gen_ai.response.finish_reasons = %q, want [stop]", got)
+		}
 		if n == 2 && (ca["gen_ai.usage.output_tokens"].AsInt64() != a.Tokens.Output || ca["gen_ai.response.model"].AsString() != a.UpstreamModel) {
 			t.Errorf("served attempt %v", ca)
 		}
@@ -130,6 +152,26 @@ func TestTraceSpans(t *testing.T) {
 				t.Errorf("span %q attribute %s holds message text", s.Name, a.Key)
 			}
 		}
+	}
+}
+
+// TestTraceFinishReasons: a non-stream answer's finish reason (the OpenAI finish_reason as the
+// provider sent it) reaches its attempt span and the server span.
+func TestTraceFinishReasons(t *testing.T) {
+	t.Parallel()
+	g, exp := startTraced(t)
+	g.Fakes["oa-primary"].Script(fp.Behavior{Text: "hello"})
+	callWith(t, g, false, "hi")
+	var found int
+	for _, s := range exp.GetSpans() {
+		got := attrs(s.Attributes)["gen_ai.response.finish_reasons"].AsStringSlice()
+		if len(got) != 1 || got[0] != "stop" {
+			t.Errorf("%v span %q finish reasons %q, want [stop]", s.SpanKind, s.Name, got)
+		}
+		found++
+	}
+	if found != 2 {
+		t.Errorf("%d spans, want a server and a client span", found)
 	}
 }
 

@@ -108,6 +108,9 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 		st.UsageSeen = true
 		if sr := root.Get("delta.stop_reason"); sr.Type == gjson.String && sr.Str != "" {
 			kind = dialect.FrameSemantic
+			if !st.Finished {
+				st.FinishReason = dialect.InternFinishReason(sr.Str)
+			}
 			st.Finished = true
 		}
 	}

@@ -182,11 +182,13 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 		}
 	}
 	if choices.IsArray() && first.Exists() {
-		semantic, finished := scanChoice(first)
+		semantic, finished, reason := scanChoice(first)
 		if semantic {
 			kind = dialect.FrameSemantic
 		}
-		st.Finished = st.Finished || finished
+		if finished && !st.Finished {
+			st.Finished, st.FinishReason = true, dialect.InternFinishReason(reason)
+		}
 	}
 	if model.Type != gjson.String || model.Index <= 0 || model.Str == st.RequestedModel {
 		return appendData(dst, data), kind
@@ -197,12 +199,15 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 
 // scanChoice reports whether a chunk's first choice carries output or a finish reason
 // (semantic), and whether it carries the finish reason (finished).
-func scanChoice(c gjson.Result) (semantic, finished bool) {
+func scanChoice(c gjson.Result) (semantic, finished bool, reason string) {
 	c.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "finish_reason":
 			if v.Type != gjson.Null {
 				semantic, finished = true, true
+				if v.Type == gjson.String {
+					reason = v.Str
+				}
 			}
 		case "delta":
 			if !semantic {
@@ -211,7 +216,7 @@ func scanChoice(c gjson.Result) (semantic, finished bool) {
 		}
 		return !finished
 	})
-	return semantic, finished
+	return semantic, finished, reason
 }
 
 // deltaIsSemantic reports whether a chunk delta carries output (text, reasoning, a tool call or
