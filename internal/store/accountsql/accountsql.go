@@ -22,7 +22,8 @@ var _ accounts.Store = (*Store)(nil)
 
 // Store is accounts.Store over one database. Its methods are safe for concurrent use.
 type Store struct {
-	db        *sql.DB
+	db        *sql.DB // writes: every transaction and every statement that changes a row
+	rdb       *sql.DB // reads outside a transaction; db unless WithReader set another pool
 	pg        bool
 	forUpdate string // " FOR UPDATE" on Postgres; SQLite's write transactions lock the database
 	// feedScope is the schema whose changes this store announces on [ChangeChannel]; "" (SQLite,
@@ -58,10 +59,19 @@ func (s *Store) notify(ctx context.Context, tx *sql.Tx, kind accounts.ChangeKind
 // New returns the accounts store over db, whose schema must include migration 0002_accounts.
 // postgres selects Postgres SQL ($n placeholders, row locks); false is SQLite.
 func New(db *sql.DB, postgres bool) *Store {
-	s := &Store{db: db, pg: postgres}
+	s := &Store{db: db, rdb: db, pg: postgres}
 	if postgres {
 		s.forUpdate = " FOR UPDATE"
 	}
+	return s
+}
+
+// WithReader makes the store run its reads outside a transaction (lookups, lists, the ledger
+// and sums) on r, and only its writes on the pool given to New. The SQLite store gives New its
+// single writer connection and r its pool of readers, so that a read never waits for a write
+// in progress (WAL). It must be called before the store is used; it returns s.
+func (s *Store) WithReader(r *sql.DB) *Store {
+	s.rdb = r
 	return s
 }
 

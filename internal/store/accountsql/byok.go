@@ -85,18 +85,18 @@ func (s *Store) CreatePolicy(ctx context.Context, p *accounts.Policy) error {
 
 // Policy implements accounts.PolicyStore.
 func (s *Store) Policy(ctx context.Context, id string) (*accounts.Policy, error) {
-	p, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+policyCols+` FROM policies WHERE id = ?`), id), scanPolicy)
+	p, err := one(s.rdb.QueryRowContext(ctx, s.q(`SELECT `+policyCols+` FROM policies WHERE id = ?`), id), scanPolicy)
 	return p, wrap("reading policy", err)
 }
 
 // Policies implements accounts.PolicyStore.
 func (s *Store) Policies(ctx context.Context) ([]accounts.Policy, error) {
-	return list(ctx, s.db, `SELECT `+policyCols+` FROM policies`, "reading policies", scanPolicy)
+	return list(ctx, s.rdb, `SELECT `+policyCols+` FROM policies`, "reading policies", scanPolicy)
 }
 
 // AccountPolicies implements accounts.PolicyStore, through the index policies_account.
 func (s *Store) AccountPolicies(ctx context.Context, accountID string) ([]accounts.Policy, error) {
-	ps, err := list(ctx, s.db, s.q(`SELECT `+policyCols+` FROM policies WHERE account_id = ? ORDER BY created_at, id`),
+	ps, err := list(ctx, s.rdb, s.q(`SELECT `+policyCols+` FROM policies WHERE account_id = ? ORDER BY created_at, id`),
 		"reading policies", scanPolicy, accountID)
 	if ps == nil && err == nil {
 		ps = []accounts.Policy{}
@@ -205,7 +205,7 @@ func (s *Store) RevokeConnection(ctx context.Context, keyID, connID string, at t
 
 // ActiveConnections implements accounts.PolicyStore.
 func (s *Store) ActiveConnections(ctx context.Context) ([]accounts.Connection, error) {
-	return list(ctx, s.db, `SELECT `+connectionCols+` FROM connections WHERE revoked_at IS NULL`, "reading connections", scanConnection)
+	return list(ctx, s.rdb, `SELECT `+connectionCols+` FROM connections WHERE revoked_at IS NULL`, "reading connections", scanConnection)
 }
 
 func list[T any](ctx context.Context, db *sql.DB, query, what string, scan func(scanner) (*T, error), args ...any) ([]T, error) {

@@ -127,19 +127,19 @@ func notFoundErr(found bool, err error, what string) error {
 
 // Account implements accounts.Store.
 func (s *Store) Account(ctx context.Context, id string) (*accounts.Account, error) {
-	a, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+accountCols+` FROM accounts WHERE id = ?`), id), scanAccount)
+	a, err := one(s.rdb.QueryRowContext(ctx, s.q(`SELECT `+accountCols+` FROM accounts WHERE id = ?`), id), scanAccount)
 	return a, wrap("reading account", err)
 }
 
 // Workspace implements accounts.Store.
 func (s *Store) Workspace(ctx context.Context, id string) (*accounts.Workspace, error) {
-	w, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE id = ?`), id), scanWorkspace)
+	w, err := one(s.rdb.QueryRowContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE id = ?`), id), scanWorkspace)
 	return w, wrap("reading workspace", err)
 }
 
 // Key implements accounts.Store.
 func (s *Store) Key(ctx context.Context, id string) (*accounts.Key, error) {
-	k, err := one(s.db.QueryRowContext(ctx, s.q(`SELECT `+keyCols+` FROM keys WHERE id = ?`), id), scanKey)
+	k, err := one(s.rdb.QueryRowContext(ctx, s.q(`SELECT `+keyCols+` FROM keys WHERE id = ?`), id), scanKey)
 	return k, wrap("reading key", err)
 }
 
@@ -232,7 +232,7 @@ func (s *Store) UpdateKey(ctx context.Context, id string, f func(*accounts.Key) 
 // Workspaces implements accounts.Store. The lookup by account_id uses the index of the
 // workspaces table's UNIQUE (account_id, id) constraint (migration 0002).
 func (s *Store) Workspaces(ctx context.Context, accountID string) ([]accounts.Workspace, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE account_id = ?`), accountID)
+	rows, err := s.rdb.QueryContext(ctx, s.q(`SELECT `+workspaceCols+` FROM workspaces WHERE account_id = ?`), accountID)
 	if err != nil {
 		return nil, wrap("reading workspaces", err)
 	}
@@ -253,7 +253,7 @@ func (s *Store) Workspaces(ctx context.Context, accountID string) ([]accounts.Wo
 
 // ActiveKeys implements accounts.Store.
 func (s *Store) ActiveKeys(ctx context.Context) ([]accounts.Key, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+keyCols+` FROM keys WHERE revoked_at IS NULL`)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+keyCols+` FROM keys WHERE revoked_at IS NULL`)
 	if err != nil {
 		return nil, wrap("reading keys", err)
 	}
@@ -271,7 +271,7 @@ func (s *Store) ActiveKeys(ctx context.Context) ([]accounts.Key, error) {
 
 // Accounts implements accounts.Store.
 func (s *Store) Accounts(ctx context.Context) ([]accounts.Account, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts`)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+accountCols+` FROM accounts`)
 	if err != nil {
 		return nil, wrap("reading accounts", err)
 	}
@@ -478,7 +478,7 @@ func (s *Store) Heartbeat(ctx context.Context, id string, started, now time.Time
 // OpenReserves implements accounts.ReplicaStore, from ledger_open (the reserves not ended: a
 // small table) joined to the reserve entries.
 func (s *Store) OpenReserves(ctx context.Context, staleBefore time.Time, limit int) ([]accounts.LedgerEntry, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT l.at, l.account_id, l.key_id, l.request_id, l.model, l.amount_micro_usd, l.replica
+	rows, err := s.rdb.QueryContext(ctx, s.q(`SELECT l.at, l.account_id, l.key_id, l.request_id, l.model, l.amount_micro_usd, l.replica
         FROM ledger_open o JOIN ledger l ON l.request_id = o.request_id AND l.kind = 'reserve'
         LEFT JOIN replicas p ON p.id = o.replica
         WHERE o.at < ? AND (p.id IS NULL OR p.seen_at < ?)
@@ -524,7 +524,7 @@ func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]acco
 		query += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	rows, err := s.rdb.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, wrap("reading the ledger", err)
 	}
@@ -564,7 +564,7 @@ func (s *Store) SettledMicroUSD(ctx context.Context, f accounts.SettleFilter) (i
 		from = f.From.UnixNano()
 	}
 	var sum int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount_micro_usd), 0) FROM ledger WHERE kind = 'settle' AND at >= ? AND `+where),
+	err := s.rdb.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount_micro_usd), 0) FROM ledger WHERE kind = 'settle' AND at >= ? AND `+where),
 		from, arg).Scan(&sum)
 	return sum, wrap("reading the ledger's spend", err)
 }

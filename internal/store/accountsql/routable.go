@@ -12,7 +12,7 @@ var _ accounts.RoutableStore = (*Store)(nil)
 
 // RoutableOverrides implements accounts.RoutableStore.
 func (s *Store) RoutableOverrides(ctx context.Context) ([]accounts.RoutableOverride, error) {
-	return list(ctx, s.db, `SELECT deployment, model, disabled, updated_at FROM routable_overrides`,
+	return list(ctx, s.rdb, `SELECT deployment, model, disabled, updated_at FROM routable_overrides`,
 		"reading routable overrides", func(sc scanner) (*accounts.RoutableOverride, error) {
 			var o accounts.RoutableOverride
 			var at sql.NullInt64

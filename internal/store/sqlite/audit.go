@@ -77,7 +77,7 @@ func multiRowInsert(table, columns string, params, rows int, suffix string) stri
 
 // auditStatements returns the prepared INSERTs, preparing them on first use (an error is not
 // kept: the next call tries again). It must not be called inside a transaction: preparing
-// needs a connection, and a :memory: database has only one.
+// needs the writer connection.
 func (db *DB) auditStatements(ctx context.Context) (*auditStmts, error) {
 	db.auditMu.Lock()
 	defer db.auditMu.Unlock()
@@ -133,8 +133,6 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
-	db.writeMu.Lock()
-	defer db.writeMu.Unlock()
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
@@ -306,7 +304,7 @@ func (w *batchWriter) priceText(p audit.PriceSnapshot) (any, error) {
 // Record returns the stored record for requestID, its attempts in order, or audit.ErrNotFound.
 func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, error) {
 	// One read transaction: a consistent snapshot of the request and its attempts.
-	tx, err := db.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit record: %w", err)
 	}

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -20,36 +22,64 @@ import (
 // Scheme is the URL scheme of the embedded store.
 const Scheme = "sqlite://"
 
-// maxOpenConns bounds the connection pool of a file database. SQLite serialises writers;
-// WAL lets readers run beside the one writer.
-const maxOpenConns = 8
+// maxReadConns bounds the pool of reading connections of a file database; WAL lets readers
+// run beside the one writer.
+const maxReadConns = 8
 
-// dsnParams are applied by the driver to every new connection. busy_timeout (5 s) is how long
-// a statement waits for another connection's lock before failing with SQLITE_BUSY; it comes
-// first so the others wait for locks too; writes begin IMMEDIATE so that two writers queue on the lock
-// instead of failing to upgrade a read lock; synchronous=NORMAL is durable across process
-// crashes in WAL mode (a power loss may lose the last commits). temp_store=MEMORY keeps
-// statement journals and temporary tables in memory: a multi-row INSERT of the audit writer
-// journals every page it changes (for a statement rollback), and on a file that spilled
-// beyond 64 KiB and doubled the writes per batch; nothing in a temporary file is needed
-// after a crash.
-const dsnParams = "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
-	"&_pragma=foreign_keys(1)&_pragma=temp_store(2)&_txlock=immediate"
+// dsnParams are applied by the driver to every new connection, after busy_timeout (dsn):
+// how long a statement waits for another connection's lock before failing with SQLITE_BUSY.
+// In this process only one connection ever writes (writerParams), so the wait is only for
+// another process writing the same file (a second gateway, the sqlite3 shell). synchronous=NORMAL is durable across process crashes in WAL
+// mode (a power loss may lose the last commits). temp_store=MEMORY keeps statement journals
+// and temporary tables in memory: a multi-row INSERT of the audit writer journals every page
+// it changes (for a statement rollback), and on a file that spilled beyond 64 KiB and doubled
+// the writes per batch; nothing in a temporary file is needed after a crash.
+const dsnParams = "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+	"&_pragma=foreign_keys(1)&_pragma=temp_store(2)"
+
+// busyTimeout is the busy_timeout of every connection, milliseconds.
+const busyTimeout = 5000
+
+// writerParams are added for the writer connection: its transactions begin IMMEDIATE (they
+// take the write lock first, so a transaction that reads then writes never fails to upgrade
+// its lock), and it never checkpoints the WAL itself (wal_autocheckpoint=0): the checkpointer
+// does, beside it, so a commit never waits for a checkpoint.
+const writerParams = "&_txlock=immediate&_pragma=wal_autocheckpoint(0)"
+
+// writerBusyTimeout is the writer connection's busy_timeout, milliseconds; a test sets 0 to
+// show that no write of the process ever waits for SQLite's lock.
+var writerBusyTimeout = busyTimeout
+
+// dsn is the driver's name of the database at path with busy_timeout busyMS and params.
+func dsn(path string, busyMS int, params string) string {
+	return path + "?_pragma=busy_timeout(" + strconv.Itoa(busyMS) + ")" + params
+}
+
+// checkpointEvery is how often the checkpointer copies the WAL back into the database file
+// (a PASSIVE checkpoint: it waits for no reader or writer; frames a reader still needs are
+// copied at a later turn).
+const checkpointEvery = time.Second
 
 // DB is an open SQLite store. Its methods are safe for concurrent use. The embedded
 // accountsql.Store gives it the accounts.Store methods.
+//
+// Every write of the process (audit batches, ledger entries, admin changes, heartbeats,
+// migrations) goes through one connection, db: writers queue for it in database/sql, bounded
+// by their context, instead of on SQLite's write lock, where a loaded machine outwaits
+// busy_timeout and fails one with SQLITE_BUSY (issue 15). Reads use rdb, a pool of
+// connections that never wait for a write (WAL). A :memory: database has one connection for
+// both.
 type DB struct {
 	*accountsql.Store
-	db   *sql.DB
-	path string // file path, or ":memory:"
+	db   *sql.DB // the writer: one connection
+	rdb  *sql.DB // the readers; db for :memory:
+	path string  // file path, or ":memory:"
 
 	auditMu    sync.Mutex
 	auditStmts *auditStmts // prepared on the first WriteRecords; closed by Close
 
-	// writeMu serializes this process's audit write transactions: two batches queue here
-	// instead of on SQLite's write lock, where a loaded machine can outwait busy_timeout and
-	// fail one with SQLITE_BUSY (issue 15). Readers (WAL) never take it.
-	writeMu sync.Mutex
+	stopCheckpoints context.CancelFunc // nil for :memory:
+	checkpointsDone chan struct{}
 }
 
 // Open opens the SQLite database named by url, creating the file if needed, and migrates it
@@ -76,26 +106,60 @@ func Open(ctx context.Context, url string) (*DB, error) {
 			return nil, fmt.Errorf("store: creating sqlite database %s: %w", path, err)
 		}
 	}
-	sdb, err := sql.Open("sqlite", path+dsnParams)
+	wdb, err := sql.Open("sqlite", dsn(path, writerBusyTimeout, dsnParams+writerParams))
 	if err != nil {
 		return nil, fmt.Errorf("store: opening sqlite database %s: %w", path, err)
 	}
-	if memory {
-		// Every connection to :memory: is a new, empty database: keep exactly one, forever.
-		sdb.SetMaxOpenConns(1)
-		sdb.SetMaxIdleConns(1)
-		sdb.SetConnMaxLifetime(0)
-		sdb.SetConnMaxIdleTime(0)
-	} else {
-		sdb.SetMaxOpenConns(maxOpenConns)
-		sdb.SetMaxIdleConns(maxOpenConns)
+	// One connection, kept forever: the only writer (and, for :memory:, where every
+	// connection is a new empty database, the only connection).
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	rdb := wdb
+	if !memory {
+		if rdb, err = sql.Open("sqlite", dsn(path, busyTimeout, dsnParams)); err != nil {
+			wdb.Close()
+			return nil, fmt.Errorf("store: opening sqlite database %s: %w", path, err)
+		}
+		rdb.SetMaxOpenConns(maxReadConns)
+		rdb.SetMaxIdleConns(maxReadConns)
 	}
-	db := &DB{Store: accountsql.New(sdb, false), db: sdb, path: path}
+	db := &DB{Store: accountsql.New(wdb, false).WithReader(rdb), db: wdb, rdb: rdb, path: path}
 	if err := db.init(ctx, memory); err != nil {
-		sdb.Close()
+		db.closePools()
 		return nil, err
 	}
+	if !memory {
+		cctx, cancel := context.WithCancel(context.Background())
+		db.stopCheckpoints, db.checkpointsDone = cancel, make(chan struct{})
+		go db.checkpoints(cctx)
+	}
 	return db, nil
+}
+
+// checkpoints runs a PASSIVE checkpoint on a reading connection every checkpointEvery until
+// ctx is done. A failed checkpoint is tried again at the next turn; its frames stay in the
+// WAL meanwhile, readable.
+func (db *DB) checkpoints(ctx context.Context) {
+	defer close(db.checkpointsDone)
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_ = db.checkpoint(ctx)
+	}
+}
+
+// checkpoint copies what it can of the WAL into the database file without waiting for a
+// reader or the writer.
+func (db *DB) checkpoint(ctx context.Context) error {
+	var busy, log, copied int
+	return db.rdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
 }
 
 func (db *DB) init(ctx context.Context, memory bool) error {
@@ -144,7 +208,7 @@ func (db *DB) Path() string { return db.path }
 // Ping reports whether the database answers a query that reads the file, for /readyz.
 func (db *DB) Ping(ctx context.Context) error {
 	var v int
-	err := db.db.QueryRowContext(ctx, "SELECT 1 FROM schema_migrations LIMIT 1").Scan(&v)
+	err := db.rdb.QueryRowContext(ctx, "SELECT 1 FROM schema_migrations LIMIT 1").Scan(&v)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: sqlite ping: %w", err)
 	}
@@ -160,8 +224,22 @@ func (db *DB) Close() error {
 		db.auditStmts = nil
 	}
 	db.auditMu.Unlock()
-	if err := db.db.Close(); err != nil {
+	if db.stopCheckpoints != nil {
+		db.stopCheckpoints()
+		<-db.checkpointsDone
+	}
+	if err := db.closePools(); err != nil {
 		return fmt.Errorf("store: closing sqlite database %s: %w", db.path, err)
 	}
 	return nil
+}
+
+// closePools closes the readers, then the writer (the last connection to close checkpoints
+// the WAL and removes it).
+func (db *DB) closePools() error {
+	var err error
+	if db.rdb != db.db {
+		err = db.rdb.Close()
+	}
+	return errors.Join(err, db.db.Close())
 }

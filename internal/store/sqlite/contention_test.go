@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/store/storetest"
+)
+
+// TestNoBusyUnderContention (issue 15 item 3): audit batches, ledger batches, admin changes,
+// heartbeats, readers and checkpoints all at once on one file database never see
+// SQLITE_BUSY, and everything written is there afterwards. The writer connection's
+// busy_timeout is set to 0, so any write that had to wait for SQLite's write lock, held by
+// another connection of this process, would fail at once instead of waiting: the test shows
+// that no two connections of the process ever write, not merely that waits stay short.
+func TestNoBusyUnderContention(t *testing.T) {
+	writerBusyTimeout = 0
+	t.Cleanup(func() { writerBusyTimeout = busyTimeout })
+	db := open(t, fileURL(t))
+	ctx := context.Background()
+	var busy int
+	if err := db.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil || busy != 0 {
+		t.Fatalf("writer busy_timeout = %d, %v; want 0", busy, err)
+	}
+	const accts = 4
+	for i := range accts {
+		if err := db.CreateAccount(ctx, &accounts.Account{ID: fmt.Sprintf("a%d", i), Billing: accounts.Prepaid}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const (
+		auditWriters, auditBatches, perBatch = 3, 10, 30
+		ledgerWriters, ledgerBatches         = 2, 20
+		adminWriters, adminRounds            = 2, 20
+	)
+	var wg sync.WaitGroup
+	errc := make(chan error, 64)
+	fail := func(what string, err error) {
+		select {
+		case errc <- fmt.Errorf("%s: %w", what, err):
+		default:
+		}
+	}
+	for w := range auditWriters {
+		wg.Go(func() {
+			for b := range auditBatches {
+				recs := make([]*audit.Record, perBatch)
+				for i := range recs {
+					recs[i] = storetest.FullRecord(fmt.Sprintf("req_w%d_b%d_%d", w, b, i))
+				}
+				if err := db.WriteRecords(ctx, recs); err != nil {
+					fail("audit batch", err)
+					return
+				}
+			}
+		})
+	}
+	for w := range ledgerWriters {
+		wg.Go(func() {
+			for b := range ledgerBatches {
+				at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+				var es []accounts.LedgerEntry
+				for i := range 10 {
+					rid := fmt.Sprintf("lw%d_b%d_%d", w, b, i)
+					acct := fmt.Sprintf("a%d", i%accts)
+					es = append(es,
+						accounts.LedgerEntry{At: at, AccountID: acct, KeyID: "k", RequestID: rid, Kind: accounts.KindReserve, AmountMicroUSD: 10, Replica: "rep_1"},
+						accounts.LedgerEntry{At: at, AccountID: acct, KeyID: "k", RequestID: rid, Kind: accounts.KindSettle, AmountMicroUSD: 3})
+				}
+				if err := db.AppendLedger(ctx, es); err != nil {
+					fail("ledger batch", err)
+					return
+				}
+			}
+		})
+	}
+	for w := range adminWriters {
+		wg.Go(func() {
+			for r := range adminRounds {
+				acct := fmt.Sprintf("a%d", r%accts)
+				if _, err := db.Credit(ctx, &accounts.LedgerEntry{AccountID: acct, Kind: accounts.KindCredit, AmountMicroUSD: 1000}); err != nil {
+					fail("credit", err)
+					return
+				}
+				if _, err := db.UpdateAccount(ctx, acct, func(a *accounts.Account) error {
+					a.Name = fmt.Sprintf("w%d r%d", w, r)
+					return nil
+				}); err != nil {
+					fail("account update", err)
+					return
+				}
+				if err := db.SetRoutable(ctx, accounts.RoutableOverride{Deployment: fmt.Sprintf("d%d", w), Disabled: r%2 == 0, UpdatedAt: time.Now()}); err != nil {
+					fail("routable", err)
+					return
+				}
+				if err := db.Heartbeat(ctx, fmt.Sprintf("rep_%d", w), time.Now(), time.Now()); err != nil {
+					fail("heartbeat", err)
+					return
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() { // readers and checkpoints beside the writers
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := db.Record(ctx, fmt.Sprintf("req_w0_b%d_0", i%auditBatches)); err != nil && !errors.Is(err, audit.ErrNotFound) {
+				fail("audit read", err)
+				return
+			}
+			if _, err := db.Ledger(ctx, "a0", 20); err != nil {
+				fail("ledger read", err)
+				return
+			}
+			if err := db.checkpoint(ctx); err != nil {
+				fail("checkpoint", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	close(errc)
+	for err := range errc {
+		if strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked") {
+			t.Errorf("busy error reached a caller: %v", err)
+		} else {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	var nreq, nledger int
+	if err := db.rdb.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM requests), (SELECT COUNT(*) FROM ledger)").
+		Scan(&nreq, &nledger); err != nil {
+		t.Fatal(err)
+	}
+	if want := auditWriters * auditBatches * perBatch; nreq != want {
+		t.Errorf("%d audit records stored, want %d", nreq, want)
+	}
+	if want := ledgerWriters*ledgerBatches*20 + adminWriters*adminRounds; nledger != want {
+		t.Errorf("%d ledger entries stored, want %d", nledger, want)
+	}
+	want := make([]int64, accts) // credits of 1000 per admin round, settles of 3 per entry
+	for r := range adminRounds {
+		want[r%accts] += adminWriters * 1000
+	}
+	for i := range 10 {
+		want[i%accts] -= ledgerWriters * ledgerBatches * 3
+	}
+	for i := range accts {
+		a, err := db.Account(ctx, fmt.Sprintf("a%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.BalanceMicroUSD != want[i] {
+			t.Errorf("account a%d balance %d, want %d", i, a.BalanceMicroUSD, want[i])
+		}
+	}
+}
