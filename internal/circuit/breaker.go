@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -115,6 +116,13 @@ type Breaker struct {
 	cooldown time.Duration
 	now      func() time.Time
 
+	// notClosed mirrors state != Closed for blocked's lock-free fast path (routing asks every
+	// route's circuits on every request); written under mu by toLocked.
+	notClosed atomic.Bool
+	// counter, when set (a Set's breaker), counts the Set's breakers that are not closed; nil
+	// once the Set forgot the breaker. Guarded by mu.
+	counter *atomic.Int64
+
 	mu          sync.Mutex // guards the following fields
 	state       State      // stored state; Open past openUntil is half-open (see current)
 	gen         uint64     // changes on every transition and probe release; starts at 1
@@ -202,6 +210,16 @@ func (b *Breaker) Report(t Token, o Outcome) {
 
 // toLocked moves to state s and starts a new generation. b.mu must be held.
 func (b *Breaker) toLocked(s State) {
+	if was := b.state != Closed; was != (s != Closed) {
+		b.notClosed.Store(s != Closed)
+		if b.counter != nil {
+			if was {
+				b.counter.Add(-1)
+			} else {
+				b.counter.Add(1)
+			}
+		}
+	}
 	b.state = s
 	b.gen++
 	b.consecutive = 0
@@ -237,6 +255,9 @@ func (b *Breaker) OpenUntil() time.Time {
 // blocked reports whether Allow would refuse now, without consuming the probe: open and cooling
 // down, or half-open with the probe in flight.
 func (b *Breaker) blocked() bool {
+	if !b.notClosed.Load() { // closed: nothing to lock (a transition racing this read is seen by the next one)
+		return false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch b.state {

@@ -90,6 +90,12 @@ type Set struct {
 	// applied with PauseUntil), so that other replicas can skip the provider too.
 	onPause atomic.Pointer[func(provider string, until time.Time)]
 
+	// notClosed counts the breakers of the maps that are not closed, and pauseEnd is the
+	// latest end of any pause (offset from epoch; 0: never paused): while no breaker is open
+	// and no pause is in force, Open answers without a lock or a map lookup.
+	notClosed atomic.Int64
+	pauseEnd  atomic.Int64
+
 	mu          sync.RWMutex // guards the following maps (not the values they point to)
 	deployments map[string]*Breaker
 	models      map[routeKey]*Breaker
@@ -205,6 +211,11 @@ func (t Ticket) Done(err error) {
 // half-open with the probe in flight. A half-open circuit whose probe is still available is not
 // open. Circuits never admitted are closed.
 func (s *Set) Open(provider, deployment, model string) bool {
+	if s.notClosed.Load() == 0 {
+		if end := s.pauseEnd.Load(); end == 0 || int64(s.now().Sub(s.epoch)) >= end {
+			return false
+		}
+	}
 	s.mu.RLock()
 	p := s.pauses[provider]
 	db := s.deployments[deployment]
@@ -249,12 +260,33 @@ func (s *Set) States() []StateInfo {
 func (s *Set) Forget(deployment string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.deployments, deployment)
-	for k := range s.models {
+	if b := s.deployments[deployment]; b != nil {
+		s.detach(b)
+		delete(s.deployments, deployment)
+	}
+	for k, b := range s.models {
 		if k.deployment == deployment {
+			s.detach(b)
 			delete(s.models, k)
 		}
 	}
+}
+
+// attach makes b, a new breaker of s, count in s.notClosed.
+func (s *Set) attach(b *Breaker) *Breaker {
+	b.counter = &s.notClosed
+	return b
+}
+
+// detach stops b, a breaker s forgets, from counting in s.notClosed (it may still change: an
+// attempt admitted before reports on it).
+func (s *Set) detach(b *Breaker) {
+	b.mu.Lock()
+	if b.state != Closed {
+		s.notClosed.Add(-1)
+	}
+	b.counter = nil
+	b.mu.Unlock()
 }
 
 // lookup returns the provider's pause (nil when it was never paused) and the two breakers,
@@ -272,11 +304,11 @@ func (s *Set) lookup(provider, deployment, model string) (*pause, *Breaker, *Bre
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if db = s.deployments[deployment]; db == nil {
-		db = NewBreaker(s.deployment)
+		db = s.attach(NewBreaker(s.deployment))
 		s.deployments[deployment] = db
 	}
 	if mb = s.models[key]; mb == nil {
-		mb = NewBreaker(s.model)
+		mb = s.attach(NewBreaker(s.model))
 		s.models[key] = mb
 	}
 	return s.pauses[provider], db, mb
@@ -333,6 +365,12 @@ func (s *Set) extend(provider string, d time.Duration) {
 		s.mu.Unlock()
 	}
 	until := int64(s.now().Sub(s.epoch) + d)
+	for {
+		cur := s.pauseEnd.Load()
+		if cur >= until || s.pauseEnd.CompareAndSwap(cur, until) {
+			break
+		}
+	}
 	for {
 		cur := p.until.Load()
 		if cur >= until || p.until.CompareAndSwap(cur, until) {

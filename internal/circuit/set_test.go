@@ -446,3 +446,60 @@ func TestSetForget(t *testing.T) {
 		t.Errorf("a refused after Forget: %v", err)
 	}
 }
+
+// TestSetOpenFastPath: Open answers from the Set's count of circuits that are not closed and
+// its latest pause end while nothing is open: the count follows every transition (open,
+// half-open, closed again) and Forget, and a pause in force is seen until it ends.
+func TestSetOpenFastPath(t *testing.T) {
+	s, clk := newTestSet()
+	count := func(want int64) {
+		t.Helper()
+		if got := s.notClosed.Load(); got != want {
+			t.Fatalf("circuits not closed = %d, want %d", got, want)
+		}
+	}
+	attempt(t, s, "p", "a", "m", nil)
+	attempt(t, s, "p", "b", "m", nil)
+	count(0)
+	for !s.Open("p", "a", "m") {
+		attempt(t, s, "p", "a", "m", hang())
+	}
+	count(1)
+	if s.Open("p", "b", "m") {
+		t.Error("b open")
+	}
+	clk.Advance(time.Hour) // the cooldown ends: half-open, still not closed
+	if s.Open("p", "a", "m") {
+		t.Error("a half-open with its probe free reads open")
+	}
+	tk, err := s.Admit("p", "a", "m")
+	if err != nil || !tk.model.notClosed.Load() {
+		t.Fatalf("probe: %v", err)
+	}
+	count(1)
+	if !s.Open("p", "a", "m") {
+		t.Error("a half-open with its probe in flight reads closed")
+	}
+	tk.Done(nil) // the probe succeeds: closed
+	count(0)
+	for !s.Open("p", "b", "m") {
+		attempt(t, s, "p", "b", "m", hang())
+	}
+	count(1)
+	s.Forget("b")
+	count(0)
+	if s.Open("p", "b", "m") || s.Open("p", "a", "m") {
+		t.Error("open after Forget")
+	}
+	s.PauseUntil("p", clk.Now().Add(10*time.Second))
+	if !s.Open("p", "a", "m") {
+		t.Error("paused provider reads not paused")
+	}
+	if s.Open("q", "c", "m") {
+		t.Error("another provider reads paused")
+	}
+	clk.Advance(11 * time.Second)
+	if s.Open("p", "a", "m") {
+		t.Error("pause read in force after its end")
+	}
+}

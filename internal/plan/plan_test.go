@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/circuit"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 )
 
@@ -108,6 +110,52 @@ func BenchmarkBuild(b *testing.B) {
 			for b.Loop() {
 				Build(&p, in, h)
 			}
+		})
+	}
+}
+
+// BenchmarkBuildCircuits is BenchmarkBuild's price/session case with the gateway's own health
+// (circuit.Set) instead of a map: every circuit closed, then one deployment's circuit open
+// (cooling down); serial and from every core at once (the request path's case).
+func BenchmarkBuildCircuits(b *testing.B) {
+	m := &catalog.Model{ID: "m"}
+	for i := range 10 {
+		m.Routes = append(m.Routes, route(fmt.Sprintf("d%d", i), catalog.OpenAI, i%3, &catalog.Price{InputPerMTokUSD: float64(10 - i), OutputPerMTokUSD: 1}))
+	}
+	in := Input{Resolution: catalog.Resolution{Requested: "m", Model: m}, Surface: catalog.OpenAI,
+		Strategy: StrategyPrice, SessionKey: "session-key-0123456789", Prefs: Preferences{Preferred: []string{"d3", "d7"}}}
+	for _, open := range []bool{false, true} {
+		set := circuit.NewSet(circuit.Settings{Failures: 1, Cooldown: time.Hour}, circuit.Settings{})
+		for _, rt := range m.Routes { // every circuit created, as after the first requests
+			tk, err := set.Admit(rt.Deployment.PauseScope(), rt.Deployment.Name, rt.Model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if open && rt.Deployment.Name == "d9" {
+				tk.Done(&failure.Error{Class: failure.UpstreamError})
+			} else {
+				tk.Done(nil)
+			}
+		}
+		name := "closed"
+		if open {
+			name = "one-open"
+		}
+		b.Run(name, func(b *testing.B) {
+			var p Plan
+			b.ReportAllocs()
+			for b.Loop() {
+				Build(&p, in, set)
+			}
+		})
+		b.Run(name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				var p Plan
+				for pb.Next() {
+					Build(&p, in, set)
+				}
+			})
 		})
 	}
 }
