@@ -53,6 +53,8 @@ type gatewayURLs struct {
 	// With -obs: the same Switchyard with its observability off, and with tracing on.
 	SwitchyardObsOff string `json:"switchyard_obs_off,omitempty"`
 	SwitchyardTraced string `json:"switchyard_traced,omitempty"`
+	// Control serves the gateway process's own figures (GET /_bench/stats: CPU, memory).
+	Control string `json:"control"`
 }
 
 // streamBehavior is the emulated stream: deltas pieces of text, gap before each.
@@ -234,8 +236,15 @@ deployments:
 // builds it (config.Parse, catalog.New, a sqlite store in a temporary directory,
 // audit.NewRecorder, server.New with the store as its accounts store, Server.Run),
 // authentication off.
-func startGateways(g *group, p providerURLs, logf func(string, ...any), obs bool) (gatewayURLs, error) {
+// traceSample, when positive, traces the default Switchyard at that ratio (-trace-sample).
+func startGateways(g *group, p providerURLs, logf func(string, ...any), obs bool, traceSample float64) (gatewayURLs, error) {
 	var out gatewayURLs
+	cln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return out, err
+	}
+	g.httpServe(cln, statsHandler())
+	out.Control = "http://" + cln.Addr().String()
 	bares := []struct {
 		root string
 		dst  *string
@@ -253,27 +262,27 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any), obs bool
 		*b.dst = "http://" + ln.Addr().String()
 	}
 
-	var err error
-	if out.Switchyard, err = startSwitchyard(g, p, logf, obsDefault); err != nil || !obs {
+	if out.Switchyard, err = startSwitchyard(g, p, logf, obsDefault, traceSample); err != nil || !obs {
 		return out, err
 	}
-	if out.SwitchyardObsOff, err = startSwitchyard(g, p, logf, obsOff); err != nil {
+	if out.SwitchyardObsOff, err = startSwitchyard(g, p, logf, obsOff, 0); err != nil {
 		return out, err
 	}
-	out.SwitchyardTraced, err = startSwitchyard(g, p, logf, obsTraced)
+	out.SwitchyardTraced, err = startSwitchyard(g, p, logf, obsTraced, 0.1)
 	return out, err
 }
 
 // Observability variants of a measured Switchyard (-obs).
 const (
-	obsDefault = iota // metrics on, access log discarded, tracing off (what the default run measures)
+	obsDefault = iota // metrics on, access log discarded, tracing off unless -trace-sample (what the default run measures)
 	obsOff            // metrics off, no access log, tracing off
 	obsTraced         // metrics on, JSON access log formatted (to io.Discard), tracing on: 10% sampled, OTLP/HTTP to an in-process sink
 )
 
 // startSwitchyard starts one Switchyard of the variant obs, built as cmd/switchyard's run()
-// builds it, and returns its root URL.
-func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int) (string, error) {
+// builds it, and returns its root URL. sample is the tracing ratio of obsDefault and obsTraced
+// (0: obsDefault untraced).
+func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int, sample float64) (string, error) {
 	dir, err := os.MkdirTemp("", "switchyard-bench-")
 	if err != nil {
 		return "", err
@@ -299,11 +308,13 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	case obsOff:
 		so.MetricsOff = true
 	case obsTraced:
-		if so.Tracing, err = otlpSink(g, 0.1); err != nil {
+		so.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if obs != obsOff && sample > 0 {
+		if so.Tracing, err = otlpSink(g, sample); err != nil {
 			_ = st.Close()
 			return "", err
 		}
-		so.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	srv, err := server.New(cfg, cat, so)
 	if err != nil {
@@ -396,15 +407,27 @@ func otlpSink(g *group, ratio float64) (*telemetry.Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.httpServe(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Not one of the group's servers: it must outlive the gateways, whose tracing exports its
+	// last batch at shutdown (in the after hooks).
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
-	}))
+	})}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }() // owned: closed in the after hook
 	tr, err := telemetry.NewTracing(g.ctx, config.Tracing{Endpoint: "http://" + ln.Addr().String(), Insecure: true, SampleRatio: &ratio},
 		"bench", func(string) string { return "" })
 	if err != nil {
+		_ = srv.Close()
+		<-done
 		return nil, err
 	}
-	g.after = append(g.after, func() { _ = tr.Shutdown(context.Background()) })
+	g.after = append(g.after, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = tr.Shutdown(sctx)
+		cancel()
+		_ = srv.Close()
+		<-done
+	})
 	return tr, nil
 }

@@ -79,6 +79,10 @@ type phase struct {
 	Shed     int     `json:"shed"` // not sent: max in-flight reached (open loop never waits)
 	Late     int     `json:"late"` // sent more than 1 ms after its scheduled time (generator lag)
 	FirstErr string  `json:"first_error,omitempty"`
+	// GatewayCPU is the gateway process's CPU time during the phase per request answered, in
+	// µs (the bare proxies and every Switchyard share the process; only the phase's target
+	// is loaded; 0 when unknown).
+	GatewayCPU float64 `json:"gateway_cpu_us_per_request"`
 	// Latency is the whole response: headers and body read to the end (streams: the last byte).
 	Latency dist `json:"latency"`
 	// TTFB is the first body byte; TTFT the first content delta; Gap the time between two
@@ -166,11 +170,11 @@ func runPhase(ctx context.Context, hc *http.Client, sc scenario, root string, ra
 
 var errIncomplete = errors.New("stream ended without its terminal frame")
 
-// doOne sends one request and fills s.
-func doOne(ctx context.Context, hc *http.Client, sc scenario, url string, s *sample) error {
+// newRequest is one request of the scenario sc to url.
+func newRequest(ctx context.Context, sc scenario, url string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(sc.Body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header["Content-Type"] = []string{"application/json"}
 	if sc.Anthropic {
@@ -178,6 +182,15 @@ func doOne(ctx context.Context, hc *http.Client, sc scenario, url string, s *sam
 		req.Header["X-Api-Key"] = []string{"bench"}
 	} else {
 		req.Header["Authorization"] = []string{"Bearer bench"}
+	}
+	return req, nil
+}
+
+// doOne sends one request and fills s.
+func doOne(ctx context.Context, hc *http.Client, sc scenario, url string, s *sample) error {
+	req, err := newRequest(ctx, sc, url)
+	if err != nil {
+		return err
 	}
 	t0 := time.Now()
 	resp, err := hc.Do(req)

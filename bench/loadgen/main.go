@@ -89,6 +89,22 @@ type options struct {
 	targets               targetList
 	// obs also measures Switchyard with its observability off and with tracing on (-obs).
 	obs bool
+	// traceSample traces the default Switchyard at this ratio (-trace-sample; 0: off).
+	traceSample float64
+	// held streams held open at once per target in the held-streams phase (0: none), opened
+	// at heldRate per second.
+	held, heldRate int
+}
+
+// presets are named sets of flag values (-preset); a flag given on the command line wins.
+var presets = map[string][][2]string{
+	// issue15: the whole table of issue 15 in one run (~6 minutes on 2 quiet cores): added
+	// latency of non-stream chat at 500 and 1000 req/s, 5 rounds, Switchyard with metrics on
+	// and tracing sampled at 1%, beside the same Switchyard with its observability off and with
+	// tracing at 10% (the cost of observability, issue 12), the gateway's CPU per request, and
+	// the memory per held stream at 5,000 concurrent slow streams against the bare proxy's.
+	"issue15": {{"rates", "500,1000"}, {"rounds", "5"}, {"duration", "5s"}, {"warmup", "1s"},
+		{"scenarios", "chat"}, {"obs", "true"}, {"trace-sample", "0.01"}, {"held", "5000"}, {"held-rate", "1000"}},
 }
 
 func main() {
@@ -112,10 +128,28 @@ func main() {
 	flag.StringVar(&o.models[1], "stream-model", modelStream, "model of the stream scenario")
 	flag.StringVar(&o.models[2], "anthropic-model", modelAnthropic, "model of the anthropic-stream scenario")
 	flag.BoolVar(&o.obs, "obs", false, "also measure switchyard-obs-off (no metrics, no access log) and switchyard-traced (metrics, JSON access log, tracing 10% sampled to an in-process OTLP sink)")
+	flag.Float64Var(&o.traceSample, "trace-sample", 0, "trace the switchyard target at this sampling ratio to an in-process OTLP sink (0: tracing off)")
+	flag.IntVar(&o.held, "held", 0, "held-streams phase: streams held open at once through bare-proxy and switchyard, memory per stream (0: skip)")
+	flag.IntVar(&o.heldRate, "held-rate", 1000, "held-streams phase: streams opened per second")
+	var preset string
+	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
 	flag.StringVar(&role, "role", "", "internal: child process role (providers, gateways)")
 	flag.StringVar(&provJSON, "providers", "", "internal: provider URLs for the gateways role")
 	flag.Parse()
+	if preset != "" {
+		vals, ok := presets[preset]
+		if !ok {
+			fatal(fmt.Errorf("unknown -preset %q", preset))
+		}
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for _, kv := range vals {
+			if !given[kv[0]] {
+				fatal(flag.Set(kv[0], kv[1]))
+			}
+		}
+	}
 
 	var err error
 	if o.rates, err = parseInts(rates); err != nil {
@@ -164,7 +198,7 @@ func main() {
 // runGateways is the gateways child: bare proxies and Switchyard, profiled when asked.
 func runGateways(p providerURLs, o options, logf func(string, ...any)) error {
 	g := newGroup()
-	gw, err := startGateways(g, p, logf, o.obs)
+	gw, err := startGateways(g, p, logf, o.obs, o.traceSample)
 	if err != nil {
 		g.stop()
 		return err
@@ -223,7 +257,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		if p, err = startProviders(g, o.fakeAddrs, o.deltas, o.gap); err != nil {
 			return err
 		}
-		if gw, err = startGateways(g, p, logf, o.obs); err != nil {
+		if gw, err = startGateways(g, p, logf, o.obs, o.traceSample); err != nil {
 			return err
 		}
 		stopProf, err := startProfiles(o.cpuProfile, o.memProf)
@@ -243,7 +277,8 @@ func runParent(o options, logf func(string, ...any)) error {
 		defer stopP()
 		pj, _ := json.Marshal(p)
 		stopG, err := spawn([]string{"-role=gateways", "-providers=" + string(pj),
-			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs)}, &gw)
+			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs),
+			"-trace-sample=" + strconv.FormatFloat(o.traceSample, 'g', -1, 64)}, &gw)
 		if err != nil {
 			return err
 		}
@@ -293,14 +328,35 @@ func runParent(o options, logf func(string, ...any)) error {
 					if o.warmup > 0 {
 						runPhase(ctx, hc, sc, t.Root[sc.Name], rate, o.warmup, o.maxInflight)
 					}
+					cpu0, cerr := getStats(ctx, ctl, gw.Control, false)
 					ph := runPhase(ctx, hc, sc, t.Root[sc.Name], rate, o.duration, o.maxInflight)
 					ph.Round, ph.Target = round, t.Name
+					if cpu1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
+						ph.GatewayCPU = float64(cpu1.CPUNanos-cpu0.CPUNanos) / 1e3 / float64(ph.OK)
+					}
 					phases = append(phases, ph)
 					logf("round %d %-16s %5d/s %-12s ok %6d err %d shed %d late %d p50 %.0fµs p99 %.0fµs%s",
 						round+1, sc.Name, rate, t.Name, ph.OK, ph.Errors, ph.Shed, ph.Late,
 						ph.Latency.P50, ph.Latency.P99, errNote(ph.FirstErr))
 				}
 			}
+		}
+	}
+	var held []heldResult
+	if o.held > 0 {
+		sc := scenarios(o.models[0], o.models[1], o.models[2])[1] // OpenAI stream
+		for _, t := range targets {
+			if t.Name != "bare-proxy" && t.Name != "switchyard" {
+				continue // another process's memory is not ours to read
+			}
+			if err := resetHeld(ctx, ctl, p); err != nil {
+				return fmt.Errorf("reset providers: %w", err)
+			}
+			h := runHeld(ctx, ctl, gw.Control, sc, t.Root[sc.Name], o.held, o.heldRate)
+			h.Target = t.Name
+			held = append(held, h)
+			logf("held %-12s streams %d failed %d: %.0f B/stream (heap+stacks), %.0f B/stream RSS, %.2f goroutines/stream%s",
+				t.Name, h.Streams, h.Failed, h.BytesPerStream, h.RSSPerStream, h.GoroutinesPerConn, errNote(h.FirstErr))
 		}
 	}
 	if ctx.Err() != nil {
@@ -316,6 +372,7 @@ func runParent(o options, logf func(string, ...any)) error {
 	fmt.Fprintf(out, "machine: %s, %d CPUs, %s %s/%s; procs %d; %d deltas %s apart; elapsed %.0fs\n",
 		m["cpu"], runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, o.procs, o.deltas, o.gap, time.Since(start).Seconds())
 	printTables(out, rows, rs, o.rounds, "bare-proxy")
+	printHeld(out, held, "bare-proxy")
 	if o.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -323,8 +380,9 @@ func runParent(o options, logf func(string, ...any)) error {
 			"machine": m, "elapsed_s": time.Since(start).Seconds(),
 			"settings": map[string]any{"duration_s": o.duration.Seconds(), "warmup_s": o.warmup.Seconds(),
 				"rates": o.rates, "stream_rate": o.streamRate, "rounds": o.rounds, "deltas": o.deltas,
-				"delta_gap_ms": float64(o.gap) / 1e6, "procs": o.procs},
-			"phases": phases, "rows": rows, "ratios": rs,
+				"delta_gap_ms": float64(o.gap) / 1e6, "procs": o.procs, "obs": o.obs, "trace_sample": o.traceSample,
+				"held": o.held, "held_rate": o.heldRate},
+			"phases": phases, "rows": rows, "ratios": rs, "held": held,
 		})
 	}
 	return nil

@@ -60,6 +60,8 @@ type row struct {
 	AddedP50 num    `json:"added_p50_us"`
 	AddedP90 num    `json:"added_p90_us"`
 	AddedP99 num    `json:"added_p99_us"`
+	// GatewayCPU is the median over rounds of the gateway process's CPU µs per request.
+	GatewayCPU num `json:"gateway_cpu_us_per_request"`
 }
 
 // metricOf picks one distribution of a phase.
@@ -107,13 +109,16 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 					continue
 				}
 				r := row{Scenario: k.sc, Rate: k.rate, Target: t, Rounds: len(ps), Metric: m}
-				var p50, p90, p99, a50, a90, a99, ach []float64
+				var p50, p90, p99, a50, a90, a99, ach, cpu []float64
 				for _, p := range ps {
 					r.OK += p.OK
 					r.Errors += p.Errors
 					r.Shed += p.Shed
 					r.Late += p.Late
 					ach = append(ach, float64(p.OK)/p.Seconds)
+					if p.GatewayCPU > 0 {
+						cpu = append(cpu, p.GatewayCPU)
+					}
 					d := metricOf(p, m)
 					p50, p90, p99 = append(p50, d.P50), append(p90, d.P90), append(p99, d.P99)
 					if dp, ok := direct[p.Round]; ok {
@@ -123,6 +128,7 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 				}
 				r.P50, r.P90, r.P99, r.Achieved = num(median(p50)), num(median(p90)), num(median(p99)), median(ach)
 				r.AddedP50, r.AddedP90, r.AddedP99 = num(median(a50)), num(median(a90)), num(median(a99))
+				r.GatewayCPU = num(median(cpu))
 				rows = append(rows, r)
 			}
 		}
@@ -138,6 +144,8 @@ type ratio struct {
 	Target   string `json:"target"`
 	P50      num    `json:"added_p50_ratio"` // NaN (null in JSON) when the baseline adds nothing measurable
 	P99      num    `json:"added_p99_ratio"`
+	// CPU is the target's gateway CPU per request over the baseline's (non-stream only).
+	CPU num `json:"gateway_cpu_ratio"`
 }
 
 // ratios compares every target but direct and the baseline with the baseline.
@@ -162,7 +170,7 @@ func ratios(rows []row, baseline string) []ratio {
 			continue
 		}
 		out = append(out, ratio{Scenario: r.Scenario, Rate: r.Rate, Metric: r.Metric, Target: r.Target,
-			P50: div(r.AddedP50, b.AddedP50), P99: div(r.AddedP99, b.AddedP99)})
+			P50: div(r.AddedP50, b.AddedP50), P99: div(r.AddedP99, b.AddedP99), CPU: div(r.GatewayCPU, b.GatewayCPU)})
 	}
 	return out
 }
@@ -206,17 +214,47 @@ func rx(n num) string {
 func printTables(w io.Writer, rows []row, rs []ratio, rounds int, baseline string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nLatency in µs, median of %d rounds; added = target − direct, per round, then the median.\n\n", rounds)
-	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tok\terr\tshed\tlate\tp50\tp90\tp99\tadded p50\tadded p90\tadded p99\t")
+	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tok\terr\tshed\tlate\tp50\tp90\tp99\tadded p50\tadded p90\tadded p99\tgw CPU µs/req\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Scenario, r.Rate, r.Metric, r.Target, r.OK, r.Errors, r.Shed, r.Late,
-			us(r.P50), us(r.P90), us(r.P99), us(r.AddedP50), us(r.AddedP90), us(r.AddedP99))
+			us(r.P50), us(r.P90), us(r.P99), us(r.AddedP50), us(r.AddedP90), us(r.AddedP99), fx(r.GatewayCPU))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nAdded latency, target / %s:\n\n", baseline)
-	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tadded p50\tadded p99\t")
+	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tadded p50\tadded p99\tgw CPU/req\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Rate, r.Metric, r.Target, rx(r.P50), rx(r.P99))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Rate, r.Metric, r.Target, rx(r.P50), rx(r.P99), rx(r.CPU))
+	}
+	_ = tw.Flush()
+}
+
+func fx(n num) string {
+	v := float64(n)
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// printHeld writes the held-streams table: memory per held stream, and the ratio to the
+// baseline's in the same run.
+func printHeld(w io.Writer, held []heldResult, baseline string) {
+	if len(held) == 0 {
+		return
+	}
+	var base heldResult
+	for _, h := range held {
+		if h.Target == baseline {
+			base = h
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "\nHeld streams (all open at once, each past its first delta), gateway process, per stream:\n\n")
+	fmt.Fprintln(tw, "target\tstreams\tfailed\theap+stacks B\tKiB\tRSS B\tgoroutines\tvs "+baseline+"\t")
+	for _, h := range held {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.1f\t%.0f\t%.2f\t%s\t\n", h.Target, h.Streams, h.Failed, h.BytesPerStream,
+			h.BytesPerStream/1024, h.RSSPerStream, h.GoroutinesPerConn, rx(div(num(h.BytesPerStream), num(base.BytesPerStream))))
 	}
 	_ = tw.Flush()
 }

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// procStats is what the gateways child reports of itself (GET /_bench/stats on its control
+// listener): CPU time used so far and, after a forced GC when asked (?gc=1), the memory it
+// holds. Byte counts are of the whole process: the bare proxies and every Switchyard share it,
+// so a figure is read as a difference between two reads around one target's phase.
+type procStats struct {
+	CPUNanos   int64 `json:"cpu_ns"`      // user + system CPU time of the process
+	HeapBytes  int64 `json:"heap_bytes"`  // Go heap objects (live after the GC when gc=1)
+	StackBytes int64 `json:"stack_bytes"` // goroutine stacks
+	RSSBytes   int64 `json:"rss_bytes"`   // resident set size (/proc/self/statm)
+	Goroutines int   `json:"goroutines"`
+}
+
+var statSamples = []metrics.Sample{
+	{Name: "/memory/classes/heap/objects:bytes"},
+	{Name: "/memory/classes/heap/stacks:bytes"},
+}
+
+// readProcStats reads this process's procStats; gc forces two collections first so that the
+// heap figure is the live heap.
+func readProcStats(gc bool) procStats {
+	if gc {
+		runtime.GC()
+		runtime.GC()
+	}
+	metrics.Read(statSamples)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	ps := procStats{
+		CPUNanos:   ru.Utime.Nano() + ru.Stime.Nano(),
+		HeapBytes:  int64(statSamples[0].Value.Uint64()),
+		StackBytes: int64(statSamples[1].Value.Uint64()),
+		Goroutines: runtime.NumGoroutine(),
+	}
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			if pages, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				ps.RSSBytes = pages * int64(os.Getpagesize())
+			}
+		}
+	}
+	return ps
+}
+
+// statsHandler serves GET /_bench/stats[?gc=1] on the gateways child's control listener.
+func statsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_bench/stats", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(readProcStats(r.URL.Query().Get("gc") == "1"))
+	})
+	return mux
+}
+
+func getStats(ctx context.Context, hc *http.Client, control string, gc bool) (procStats, error) {
+	var ps procStats
+	u := control + "/_bench/stats"
+	if gc {
+		u += "?gc=1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return ps, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return ps, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return ps, fmt.Errorf("%s: status %d", u, resp.StatusCode)
+	}
+	return ps, json.NewDecoder(resp.Body).Decode(&ps)
+}
+
+// heldResult is one held-streams measurement: n streams held open at once through a target,
+// each past its first content delta (after commit), and what the gateway process held more
+// than before they opened, per stream.
+type heldResult struct {
+	Round   int    `json:"round"`
+	Target  string `json:"target"`
+	Streams int    `json:"streams"` // streams that reached their first delta and were held
+	Failed  int    `json:"failed"`  // streams that did not (error, or no delta in time)
+	// Per stream: the Go heap (live, after GC) plus goroutine stacks, and the resident set.
+	BytesPerStream    float64 `json:"bytes_per_stream"`
+	RSSPerStream      float64 `json:"rss_bytes_per_stream"`
+	GoroutinesPerConn float64 `json:"goroutines_per_stream"`
+	FirstErr          string  `json:"first_error,omitempty"`
+}
+
+// heldGap is the emulated provider's wait before each delta in the held phase: long enough that
+// every stream is between two deltas when the memory is read, short enough that a stream commits
+// (its first delta) soon after it opens.
+const heldGap = 2 * time.Second
+
+// heldDeltas is the deltas of a held stream: it lasts heldDeltas x heldGap.
+const heldDeltas = 8
+
+// resetHeld sets the emulated streams of the held phase (and empties the request logs).
+func resetHeld(ctx context.Context, hc *http.Client, p providerURLs) error {
+	return resetProviders(ctx, hc, p, heldDeltas, heldGap)
+}
+
+// runHeld opens n streams through root at most rate per second, waits until each has received
+// its first content delta (committed) while the provider keeps them open (deltas heldGap apart),
+// reads the gateway process's memory (before and while held, both after a GC), then closes them.
+func runHeld(ctx context.Context, ctl *http.Client, control string, sc scenario, root string, n, rate int) heldResult {
+	res := heldResult{}
+	before, err := getStats(ctx, ctl, control, true)
+	if err != nil {
+		res.FirstErr = err.Error()
+		return res
+	}
+	hc := newClient(n + 16)
+	defer hc.CloseIdleConnections()
+	hctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var committed, failed atomic.Int64
+	var firstErr atomic.Value
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		if w := time.Until(start.Add(time.Duration(i) * interval)); w > 0 {
+			time.Sleep(w)
+		}
+		wg.Add(1)
+		go func() { // owned: ends when hctx is cancelled below, or the stream ends
+			defer wg.Done()
+			if err := holdOne(hctx, hc, sc, root+sc.Path, &committed); err != nil && hctx.Err() == nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+			}
+		}()
+	}
+	// Every stream commits one heldGap after it opened; allow as much again for a slow machine.
+	deadline := time.Now().Add(3 * heldGap)
+	for committed.Load()+failed.Load() < int64(n) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	held, err := getStats(ctx, ctl, control, true)
+	cancel()
+	wg.Wait()
+	res.Streams, res.Failed = int(committed.Load()), n-int(committed.Load())
+	if e, ok := firstErr.Load().(string); ok {
+		res.FirstErr = e
+	}
+	if err != nil {
+		res.FirstErr = err.Error()
+		return res
+	}
+	if res.Streams > 0 {
+		k := float64(res.Streams)
+		res.BytesPerStream = float64(held.HeapBytes+held.StackBytes-before.HeapBytes-before.StackBytes) / k
+		res.RSSPerStream = float64(held.RSSBytes-before.RSSBytes) / k
+		res.GoroutinesPerConn = float64(held.Goroutines-before.Goroutines) / k
+	}
+	return res
+}
+
+// holdOne opens one stream, counts it in committed once its first content delta arrived, and
+// reads it until it ends or ctx is cancelled.
+func holdOne(ctx context.Context, hc *http.Client, sc scenario, url string, committed *atomic.Int64) error {
+	req, err := newRequest(ctx, sc, url)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	br := bufio.NewReaderSize(resp.Body, 4<<10)
+	seen := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if !seen && isDelta(line, sc.Anthropic) {
+			seen = true
+			committed.Add(1)
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			if !seen {
+				return err
+			}
+			return nil
+		}
+	}
+}
