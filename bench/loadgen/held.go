@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -63,11 +65,33 @@ func readProcStats(gc bool) procStats {
 // statsHandler serves GET /_bench/stats[?gc=1] on the gateways child's control listener.
 func statsHandler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/heap", pprof.Index) // pprof.Index serves the named profiles
 	mux.HandleFunc("GET /_bench/stats", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(readProcStats(r.URL.Query().Get("gc") == "1"))
 	})
 	return mux
+}
+
+func saveProfile(ctx context.Context, hc *http.Client, u, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func getStats(ctx context.Context, hc *http.Client, control string, gc bool) (procStats, error) {
@@ -101,6 +125,8 @@ type heldResult struct {
 	Failed  int    `json:"failed"`  // streams that did not (error, or no delta in time)
 	// Per stream: the Go heap (live, after GC) plus goroutine stacks, and the resident set.
 	BytesPerStream    float64 `json:"bytes_per_stream"`
+	HeapPerStream     float64 `json:"heap_bytes_per_stream"`
+	StackPerStream    float64 `json:"stack_bytes_per_stream"`
 	RSSPerStream      float64 `json:"rss_bytes_per_stream"`
 	GoroutinesPerConn float64 `json:"goroutines_per_stream"`
 	FirstErr          string  `json:"first_error,omitempty"`
@@ -122,7 +148,10 @@ func resetHeld(ctx context.Context, hc *http.Client, p providerURLs) error {
 // runHeld opens n streams through root at most rate per second, waits until each has received
 // its first content delta (committed) while the provider keeps them open (deltas heldGap apart),
 // reads the gateway process's memory (before and while held, both after a GC), then closes them.
-func runHeld(ctx context.Context, ctl *http.Client, control string, sc scenario, root string, n, rate int) heldResult {
+//
+// With heapProfile set, the gateway process's heap profile (in-use, after a GC) is written
+// there while the streams are held.
+func runHeld(ctx context.Context, ctl *http.Client, control string, sc scenario, root string, n, rate int, heapProfile string) heldResult {
 	res := heldResult{}
 	before, err := getStats(ctx, ctl, control, true)
 	if err != nil {
@@ -156,6 +185,11 @@ func runHeld(ctx context.Context, ctl *http.Client, control string, sc scenario,
 		time.Sleep(50 * time.Millisecond)
 	}
 	held, err := getStats(ctx, ctl, control, true)
+	if heapProfile != "" {
+		if perr := saveProfile(ctx, ctl, control+"/debug/pprof/heap?gc=1", heapProfile); perr != nil {
+			firstErr.CompareAndSwap(nil, perr.Error())
+		}
+	}
 	cancel()
 	wg.Wait()
 	res.Streams, res.Failed = int(committed.Load()), n-int(committed.Load())
@@ -169,6 +203,8 @@ func runHeld(ctx context.Context, ctl *http.Client, control string, sc scenario,
 	if res.Streams > 0 {
 		k := float64(res.Streams)
 		res.BytesPerStream = float64(held.HeapBytes+held.StackBytes-before.HeapBytes-before.StackBytes) / k
+		res.HeapPerStream = float64(held.HeapBytes-before.HeapBytes) / k
+		res.StackPerStream = float64(held.StackBytes-before.StackBytes) / k
 		res.RSSPerStream = float64(held.RSSBytes-before.RSSBytes) / k
 		res.GoroutinesPerConn = float64(held.Goroutines-before.Goroutines) / k
 	}

@@ -94,6 +94,8 @@ type options struct {
 	// held streams held open at once per target in the held-streams phase (0: none), opened
 	// at heldRate per second.
 	held, heldRate int
+	// heldProfile: write the gateway's heap profile during each held phase (FILE.TARGET).
+	heldProfile string
 }
 
 // presets are named sets of flag values (-preset); a flag given on the command line wins.
@@ -131,6 +133,7 @@ func main() {
 	flag.Float64Var(&o.traceSample, "trace-sample", 0, "trace the switchyard target at this sampling ratio to an in-process OTLP sink (0: tracing off)")
 	flag.IntVar(&o.held, "held", 0, "held-streams phase: streams held open at once through bare-proxy and switchyard, memory per stream (0: skip)")
 	flag.IntVar(&o.heldRate, "held-rate", 1000, "held-streams phase: streams opened per second")
+	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
 	var preset string
 	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
@@ -352,11 +355,15 @@ func runParent(o options, logf func(string, ...any)) error {
 			if err := resetHeld(ctx, ctl, p); err != nil {
 				return fmt.Errorf("reset providers: %w", err)
 			}
-			h := runHeld(ctx, ctl, gw.Control, sc, t.Root[sc.Name], o.held, o.heldRate)
+			prof := ""
+			if o.heldProfile != "" {
+				prof = o.heldProfile + "." + t.Name
+			}
+			h := runHeld(ctx, ctl, gw.Control, sc, t.Root[sc.Name], o.held, o.heldRate, prof)
 			h.Target = t.Name
 			held = append(held, h)
-			logf("held %-12s streams %d failed %d: %.0f B/stream (heap+stacks), %.0f B/stream RSS, %.2f goroutines/stream%s",
-				t.Name, h.Streams, h.Failed, h.BytesPerStream, h.RSSPerStream, h.GoroutinesPerConn, errNote(h.FirstErr))
+			logf("held %-12s streams %d failed %d: %.0f B/stream (heap %.0f + stacks %.0f), %.0f B/stream RSS, %.2f goroutines/stream%s",
+				t.Name, h.Streams, h.Failed, h.BytesPerStream, h.HeapPerStream, h.StackPerStream, h.RSSPerStream, h.GoroutinesPerConn, errNote(h.FirstErr))
 		}
 	}
 	if ctx.Err() != nil {
