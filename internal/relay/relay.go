@@ -204,6 +204,10 @@ type scratch struct {
 // the pool for ever.
 const maxPooledBuffer = 1 << 20
 
+// maxKeptHold is the largest hold buffer a stream keeps past its commit (4 KiB): the lifecycle
+// frames held before commit are written then, and a stream holds its scratch until it ends.
+const maxKeptHold = 4 << 10
+
 // putScratch returns sc to the pool, without any buffer larger than maxPooledBuffer.
 func (rl *Relay) putScratch(sc *scratch) {
 	for _, b := range [...]*[]byte{&sc.body, &sc.resp, &sc.out, &sc.hold, &sc.st.Scratch} {
@@ -646,6 +650,9 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 					if _, err := r.w.Write(sc.hold); err != nil {
 						return rl.callerGone(r)
 					}
+				}
+				if cap(sc.hold) > maxKeptHold { // a long preamble: not held for the rest of the stream
+					sc.hold = nil
 				}
 			}
 		}

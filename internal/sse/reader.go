@@ -19,8 +19,11 @@ var ErrEventTooLarge = errors.New("sse: event too large")
 var ErrUnexpectedEOF = io.ErrUnexpectedEOF
 
 const (
-	initialBufSize = 8 << 10 // first buffer, allocated on the first read
-	minRead        = 2 << 10 // smallest free space offered to one Read
+	// initialBufSize is the first buffer, allocated on the first read: what a few stream
+	// frames of a chat completion need (~200-600 bytes each), since every held stream keeps one
+	// (issue 15: memory per held stream). A larger event grows it by doubling.
+	initialBufSize = 2 << 10
+	minRead        = 1 << 10 // smallest free space offered to one Read
 	maxEmptyReads  = 100     // consecutive (0, nil) reads before io.ErrNoProgress, as bufio
 )
 

@@ -322,3 +322,33 @@ func TestReaderSteadyStateAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderSmallFramesSmallBuffer: a stream of chat-completion-sized events (~250 bytes)
+// keeps the Reader's buffer at its first size, 2 KiB: every held stream keeps one (issue 15,
+// memory per held stream); a large event still grows it.
+func TestReaderSmallFramesSmallBuffer(t *testing.T) {
+	frame := "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" +
+		strings.Repeat("word ", 30) + "\"}}]}\n\n"
+	r := NewReader(strings.NewReader(strings.Repeat(frame, 50)))
+	for n := 0; ; n++ {
+		_, err := r.Next()
+		if err == io.EOF {
+			if n != 50 {
+				t.Fatalf("%d events, want 50", n)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := r.BufferCap(); c > 2<<10 {
+		t.Errorf("buffer %d bytes after small events, want at most 2 KiB", c)
+	}
+	big := "data: " + strings.Repeat("x", 10<<10) + "\n\n"
+	r.Reset(strings.NewReader(big))
+	ev, err := r.Next()
+	if err != nil || len(ev.Data) != 10<<10 {
+		t.Fatalf("large event: %d bytes, %v", len(ev.Data), err)
+	}
+}
