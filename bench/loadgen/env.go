@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
@@ -53,6 +54,11 @@ type gatewayURLs struct {
 	// With -obs: the same Switchyard with its observability off, and with tracing on.
 	SwitchyardObsOff string `json:"switchyard_obs_off,omitempty"`
 	SwitchyardTraced string `json:"switchyard_traced,omitempty"`
+	// With -keyed: the default Switchyard with authentication on, called with a key of an
+	// (unmetered) account, so that every request waits for its durable ledger reserve entry
+	// (billing.LedgerWait, group commit); KeyedSecret is that key.
+	SwitchyardKeyed string `json:"switchyard_keyed,omitempty"`
+	KeyedSecret     string `json:"keyed_secret,omitempty"`
 	// Control serves the gateway process's own figures (GET /_bench/stats: CPU, memory).
 	Control string `json:"control"`
 }
@@ -203,9 +209,9 @@ func bareProxy(root string) (http.Handler, error) {
 }
 
 // benchConfig is the Switchyard catalog of the run: one model per emulated provider.
-func benchConfig(p providerURLs, storeURL string) string {
+func benchConfig(p providerURLs, storeURL string, auth bool) string {
 	return fmt.Sprintf(`
-auth: {required: false}
+auth: {required: %t}
 server: {listen: "127.0.0.1:0"}
 store: {url: %q}
 models:
@@ -228,7 +234,7 @@ deployments:
     base_url: "%s"
     api_key: sk-ant-bench
     routes: [{model: %s, price: {input: 1, output: 5}}]
-`, storeURL, modelChat, modelStream, modelAnthropic,
+`, auth, storeURL, modelChat, modelStream, modelAnthropic,
 		p.OpenAI, modelChat, p.OpenAIStream, modelStream, p.Anthropic, modelAnthropic)
 }
 
@@ -237,7 +243,7 @@ deployments:
 // audit.NewRecorder, server.New with the store as its accounts store, Server.Run),
 // authentication off.
 // traceSample, when positive, traces the default Switchyard at that ratio (-trace-sample).
-func startGateways(g *group, p providerURLs, logf func(string, ...any), obs bool, traceSample float64) (gatewayURLs, error) {
+func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, keyed bool, traceSample float64) (gatewayURLs, error) {
 	var out gatewayURLs
 	cln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -262,13 +268,21 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any), obs bool
 		*b.dst = "http://" + ln.Addr().String()
 	}
 
-	if out.Switchyard, err = startSwitchyard(g, p, logf, obsDefault, traceSample); err != nil || !obs {
+	if out.Switchyard, _, err = startSwitchyard(g, p, logf, obsDefault, traceSample); err != nil {
 		return out, err
 	}
-	if out.SwitchyardObsOff, err = startSwitchyard(g, p, logf, obsOff, 0); err != nil {
+	if keyed {
+		if out.SwitchyardKeyed, out.KeyedSecret, err = startSwitchyard(g, p, logf, obsKeyed, traceSample); err != nil {
+			return out, err
+		}
+	}
+	if !obs {
+		return out, nil
+	}
+	if out.SwitchyardObsOff, _, err = startSwitchyard(g, p, logf, obsOff, 0); err != nil {
 		return out, err
 	}
-	out.SwitchyardTraced, err = startSwitchyard(g, p, logf, obsTraced, 0.1)
+	out.SwitchyardTraced, _, err = startSwitchyard(g, p, logf, obsTraced, 0.1)
 	return out, err
 }
 
@@ -277,29 +291,45 @@ const (
 	obsDefault = iota // metrics on, access log discarded, tracing off unless -trace-sample (what the default run measures)
 	obsOff            // metrics off, no access log, tracing off
 	obsTraced         // metrics on, JSON access log formatted (to io.Discard), tracing on: 10% sampled, OTLP/HTTP to an in-process sink
+	obsKeyed          // obsDefault with authentication on and a key of an unmetered account (-keyed)
 )
 
 // startSwitchyard starts one Switchyard of the variant obs, built as cmd/switchyard's run()
 // builds it, and returns its root URL. sample is the tracing ratio of obsDefault and obsTraced
-// (0: obsDefault untraced).
-func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int, sample float64) (string, error) {
+// (0: obsDefault untraced). obsKeyed also returns the secret of the key to call it with.
+func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int, sample float64) (root, secret string, err error) {
 	dir, err := os.MkdirTemp("", "switchyard-bench-")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	g.after = append(g.after, func() { _ = os.RemoveAll(dir) })
 	storeURL := "sqlite://" + filepath.Join(dir, "bench.db")
-	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL)))
+	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL, obs == obsKeyed)))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	cat, err := catalog.New(cfg)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	st, err := store.Open(g.ctx, cfg.Store.URL)
 	if err != nil {
-		return "", err
+		return "", "", err
+	}
+	if obs == obsKeyed { // an unmetered account and its key, in the store before the server loads it
+		acct := &accounts.Account{ID: "acct_bench", Name: "bench"}
+		var prefix string
+		var hash [32]byte
+		secret, prefix, hash = accounts.NewSecret()
+		if err := st.CreateAccount(g.ctx, acct); err != nil {
+			_ = st.Close()
+			return "", "", err
+		}
+		if err := st.CreateKey(g.ctx, &accounts.Key{ID: "key_bench", AccountID: acct.ID, Name: "bench", Prefix: prefix,
+			SecretHash: hash, CreatedAt: time.Now().UTC()}); err != nil {
+			_ = st.Close()
+			return "", "", err
+		}
 	}
 	rec := audit.NewRecorder(st, audit.Options{Logf: logf})
 	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf,
@@ -313,13 +343,13 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	if obs != obsOff && sample > 0 {
 		if so.Tracing, err = otlpSink(g, sample); err != nil {
 			_ = st.Close()
-			return "", err
+			return "", "", err
 		}
 	}
 	srv, err := server.New(cfg, cat, so)
 	if err != nil {
 		_ = st.Close()
-		return "", err
+		return "", "", err
 	}
 	recCtx, stopRec := context.WithCancel(context.Background())
 	recDone := make(chan struct{})
@@ -345,10 +375,10 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	})
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	g.httpServe(ln, srv)
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + ln.Addr().String(), secret, nil
 }
 
 // spawn runs this program again in a server role and reads the JSON line of URLs it prints.

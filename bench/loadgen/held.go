@@ -214,7 +214,7 @@ func runHeld(ctx context.Context, ctl *http.Client, control string, sc scenario,
 // holdOne opens one stream, counts it in committed once its first content delta arrived, and
 // reads it until it ends or ctx is cancelled.
 func holdOne(ctx context.Context, hc *http.Client, sc scenario, url string, committed *atomic.Int64) error {
-	req, err := newRequest(ctx, sc, url)
+	req, err := newRequest(ctx, sc, url, "")
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ func scenarios(chatModel, streamModel, anthropicModel string) []scenario {
 type target struct {
 	Name string
 	Root map[string]string // by scenario name
+	Key  string            // the API key sent; "" sends the placeholder "bench"
 }
 
 // newClient is the load generator's client: keep-alive, a large idle pool, no compression, no
@@ -104,7 +105,7 @@ type sample struct {
 // time in its own goroutine (bounded by maxInflight; beyond it the request is shed, not
 // delayed), and the phase ends when the last one returns. Timings start when the request is
 // actually sent.
-func runPhase(ctx context.Context, hc *http.Client, sc scenario, root string, rate int, d time.Duration, maxInflight int) phase {
+func runPhase(ctx context.Context, hc *http.Client, sc scenario, root, key string, rate int, d time.Duration, maxInflight int) phase {
 	n := int(float64(rate) * d.Seconds())
 	if n < 1 {
 		n = 1
@@ -135,7 +136,7 @@ func runPhase(ctx context.Context, hc *http.Client, sc scenario, root string, ra
 		go func(s *sample) { // owned: the phase waits for it; bounded by the client timeout
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := doOne(ctx, hc, sc, url, s); err != nil {
+			if err := doOne(ctx, hc, sc, url, key, s); err != nil {
 				firstErr.CompareAndSwap(nil, err.Error())
 			}
 		}(&samples[i])
@@ -171,7 +172,10 @@ func runPhase(ctx context.Context, hc *http.Client, sc scenario, root string, ra
 var errIncomplete = errors.New("stream ended without its terminal frame")
 
 // newRequest is one request of the scenario sc to url.
-func newRequest(ctx context.Context, sc scenario, url string) (*http.Request, error) {
+func newRequest(ctx context.Context, sc scenario, url, key string) (*http.Request, error) {
+	if key == "" {
+		key = "bench"
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(sc.Body))
 	if err != nil {
 		return nil, err
@@ -179,16 +183,16 @@ func newRequest(ctx context.Context, sc scenario, url string) (*http.Request, er
 	req.Header["Content-Type"] = []string{"application/json"}
 	if sc.Anthropic {
 		req.Header["Anthropic-Version"] = []string{"2023-06-01"}
-		req.Header["X-Api-Key"] = []string{"bench"}
+		req.Header["X-Api-Key"] = []string{key}
 	} else {
-		req.Header["Authorization"] = []string{"Bearer bench"}
+		req.Header["Authorization"] = []string{"Bearer " + key}
 	}
 	return req, nil
 }
 
 // doOne sends one request and fills s.
-func doOne(ctx context.Context, hc *http.Client, sc scenario, url string, s *sample) error {
-	req, err := newRequest(ctx, sc, url)
+func doOne(ctx context.Context, hc *http.Client, sc scenario, url, key string, s *sample) error {
+	req, err := newRequest(ctx, sc, url, key)
 	if err != nil {
 		return err
 	}

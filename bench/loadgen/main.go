@@ -91,6 +91,9 @@ type options struct {
 	obs bool
 	// traceSample traces the default Switchyard at this ratio (-trace-sample; 0: off).
 	traceSample float64
+	// keyed also measures switchyard-keyed: authentication on, a key of an unmetered account
+	// (every request waits for its ledger reserve entry to be stored).
+	keyed bool
 	// held streams held open at once per target in the held-streams phase (0: none), opened
 	// at heldRate per second.
 	held, heldRate int
@@ -104,9 +107,10 @@ var presets = map[string][][2]string{
 	// latency of non-stream chat at 500 and 1000 req/s, 5 rounds, Switchyard with metrics on
 	// and tracing sampled at 1%, beside the same Switchyard with its observability off and with
 	// tracing at 10% (the cost of observability, issue 12), the gateway's CPU per request, and
-	// the memory per held stream at 5,000 concurrent slow streams against the bare proxy's.
+	// the memory per held stream at 5,000 concurrent slow streams against the bare proxy's, and
+	// the same Switchyard called with a key (the durable ledger reserve wait of keyed requests).
 	"issue15": {{"rates", "500,1000"}, {"rounds", "5"}, {"duration", "5s"}, {"warmup", "1s"},
-		{"scenarios", "chat"}, {"obs", "true"}, {"trace-sample", "0.01"}, {"held", "5000"}, {"held-rate", "1000"}},
+		{"scenarios", "chat"}, {"obs", "true"}, {"keyed", "true"}, {"trace-sample", "0.01"}, {"held", "5000"}, {"held-rate", "1000"}},
 }
 
 func main() {
@@ -131,6 +135,7 @@ func main() {
 	flag.StringVar(&o.models[2], "anthropic-model", modelAnthropic, "model of the anthropic-stream scenario")
 	flag.BoolVar(&o.obs, "obs", false, "also measure switchyard-obs-off (no metrics, no access log) and switchyard-traced (metrics, JSON access log, tracing 10% sampled to an in-process OTLP sink)")
 	flag.Float64Var(&o.traceSample, "trace-sample", 0, "trace the switchyard target at this sampling ratio to an in-process OTLP sink (0: tracing off)")
+	flag.BoolVar(&o.keyed, "keyed", false, "also measure switchyard-keyed: authentication on, requests with a key of an unmetered account (each waits for its ledger reserve entry, billing.LedgerWait)")
 	flag.IntVar(&o.held, "held", 0, "held-streams phase: streams held open at once through bare-proxy and switchyard, memory per stream (0: skip)")
 	flag.IntVar(&o.heldRate, "held-rate", 1000, "held-streams phase: streams opened per second")
 	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
@@ -201,7 +206,7 @@ func main() {
 // runGateways is the gateways child: bare proxies and Switchyard, profiled when asked.
 func runGateways(p providerURLs, o options, logf func(string, ...any)) error {
 	g := newGroup()
-	gw, err := startGateways(g, p, logf, o.obs, o.traceSample)
+	gw, err := startGateways(g, p, logf, o.obs, o.keyed, o.traceSample)
 	if err != nil {
 		g.stop()
 		return err
@@ -260,7 +265,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		if p, err = startProviders(g, o.fakeAddrs, o.deltas, o.gap); err != nil {
 			return err
 		}
-		if gw, err = startGateways(g, p, logf, o.obs, o.traceSample); err != nil {
+		if gw, err = startGateways(g, p, logf, o.obs, o.keyed, o.traceSample); err != nil {
 			return err
 		}
 		stopProf, err := startProfiles(o.cpuProfile, o.memProf)
@@ -280,7 +285,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		defer stopP()
 		pj, _ := json.Marshal(p)
 		stopG, err := spawn([]string{"-role=gateways", "-providers=" + string(pj),
-			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs),
+			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs), fmt.Sprintf("-keyed=%t", o.keyed),
 			"-trace-sample=" + strconv.FormatFloat(o.traceSample, 'g', -1, 64)}, &gw)
 		if err != nil {
 			return err
@@ -295,9 +300,10 @@ func runParent(o options, logf func(string, ...any)) error {
 		{Name: "bare-proxy", Root: map[string]string{"chat": gw.BareOpenAI, "stream": gw.BareOpenAIStream, "anthropic-stream": gw.BareAnthropic}},
 		{Name: "switchyard", Root: map[string]string{"chat": gw.Switchyard, "stream": gw.Switchyard, "anthropic-stream": gw.Switchyard}},
 	}
-	for _, v := range []struct{ name, url string }{{"switchyard-obs-off", gw.SwitchyardObsOff}, {"switchyard-traced", gw.SwitchyardTraced}} {
+	for _, v := range []struct{ name, url, key string }{{"switchyard-obs-off", gw.SwitchyardObsOff, ""},
+		{"switchyard-traced", gw.SwitchyardTraced, ""}, {"switchyard-keyed", gw.SwitchyardKeyed, gw.KeyedSecret}} {
 		if v.url != "" {
-			targets = append(targets, target{Name: v.name, Root: map[string]string{"chat": v.url, "stream": v.url, "anthropic-stream": v.url}})
+			targets = append(targets, target{Name: v.name, Key: v.key, Root: map[string]string{"chat": v.url, "stream": v.url, "anthropic-stream": v.url}})
 		}
 	}
 	targets = append(targets, o.targets...)
@@ -329,10 +335,10 @@ func runParent(o options, logf func(string, ...any)) error {
 						return fmt.Errorf("reset providers: %w", err)
 					}
 					if o.warmup > 0 {
-						runPhase(ctx, hc, sc, t.Root[sc.Name], rate, o.warmup, o.maxInflight)
+						runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, o.warmup, o.maxInflight)
 					}
 					cpu0, cerr := getStats(ctx, ctl, gw.Control, false)
-					ph := runPhase(ctx, hc, sc, t.Root[sc.Name], rate, o.duration, o.maxInflight)
+					ph := runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, o.duration, o.maxInflight)
 					ph.Round, ph.Target = round, t.Name
 					if cpu1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
 						ph.GatewayCPU = float64(cpu1.CPUNanos-cpu0.CPUNanos) / 1e3 / float64(ph.OK)
@@ -388,7 +394,7 @@ func runParent(o options, logf func(string, ...any)) error {
 			"settings": map[string]any{"duration_s": o.duration.Seconds(), "warmup_s": o.warmup.Seconds(),
 				"rates": o.rates, "stream_rate": o.streamRate, "rounds": o.rounds, "deltas": o.deltas,
 				"delta_gap_ms": float64(o.gap) / 1e6, "procs": o.procs, "obs": o.obs, "trace_sample": o.traceSample,
-				"held": o.held, "held_rate": o.heldRate},
+				"held": o.held, "held_rate": o.heldRate, "keyed": o.keyed},
 			"phases": phases, "rows": rows, "ratios": rs, "held": held,
 		})
 	}
