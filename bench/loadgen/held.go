@@ -242,3 +242,50 @@ func holdOne(ctx context.Context, hc *http.Client, sc scenario, url string, comm
 		}
 	}
 }
+
+// queueGauges are the Switchyard series whose backlog one phase would leave to the next one's
+// measurement (the audit and ledger writers run off the request path).
+var queueGauges = []string{"switchyard_audit_writer_queue_depth ", "switchyard_ledger_writer_queue_depth "}
+
+// quiesce waits, at most limit, until every Switchyard root's audit and ledger writer queues are
+// empty (read from its /metrics), so that a phase's background writes are not charged to the
+// next target's phase; it returns how long it waited.
+func quiesce(ctx context.Context, hc *http.Client, roots []string, limit time.Duration) time.Duration {
+	start := time.Now()
+	for _, root := range roots {
+		for time.Since(start) < limit && ctx.Err() == nil {
+			if queued(ctx, hc, root) == 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return time.Since(start)
+}
+
+// queued sums the writer queue gauges of the Switchyard at root (0 when unreadable).
+func queued(ctx context.Context, hc *http.Client, root string) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, g := range queueGauges {
+			if v, ok := strings.CutPrefix(line, g); ok {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					sum += f
+				}
+			}
+		}
+	}
+	return sum
+}

@@ -84,6 +84,9 @@ type phase struct {
 	// µs (the bare proxies and every Switchyard share the process; only the phase's target
 	// is loaded; 0 when unknown).
 	GatewayCPU float64 `json:"gateway_cpu_us_per_request"`
+	// Quiesce is how long, after the phase, the harness waited for the Switchyards' audit and
+	// ledger writer queues to empty before the next phase (seconds; not part of the phase).
+	Quiesce float64 `json:"quiesce_s"`
 	// Latency is the whole response: headers and body read to the end (streams: the last byte).
 	Latency dist `json:"latency"`
 	// TTFB is the first body byte; TTFT the first content delta; Gap the time between two

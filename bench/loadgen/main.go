@@ -314,6 +314,12 @@ func runParent(o options, logf func(string, ...any)) error {
 
 	hc := newClient(o.maxInflight)
 	ctl := newClient(4)
+	var sys []string // the Switchyards of this run: quiesced after every phase
+	for _, u := range []string{gw.Switchyard, gw.SwitchyardObsOff, gw.SwitchyardTraced, gw.SwitchyardKeyed} {
+		if u != "" {
+			sys = append(sys, u)
+		}
+	}
 	var phases []phase
 	metrics := map[string][]string{"chat": {"latency"}, "stream": {"ttft", "ttfb", "gap"}, "anthropic-stream": {"ttft", "ttfb", "gap"}}
 	start := time.Now()
@@ -343,10 +349,11 @@ func runParent(o options, logf func(string, ...any)) error {
 					if cpu1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
 						ph.GatewayCPU = float64(cpu1.CPUNanos-cpu0.CPUNanos) / 1e3 / float64(ph.OK)
 					}
+					ph.Quiesce = quiesce(ctx, ctl, sys, 30*time.Second).Seconds()
 					phases = append(phases, ph)
-					logf("round %d %-16s %5d/s %-12s ok %6d err %d shed %d late %d p50 %.0fµs p99 %.0fµs%s",
+					logf("round %d %-16s %5d/s %-12s ok %6d err %d shed %d late %d p50 %.0fµs p99 %.0fµs quiesce %.2fs%s",
 						round+1, sc.Name, rate, t.Name, ph.OK, ph.Errors, ph.Shed, ph.Late,
-						ph.Latency.P50, ph.Latency.P99, errNote(ph.FirstErr))
+						ph.Latency.P50, ph.Latency.P99, ph.Quiesce, errNote(ph.FirstErr))
 				}
 			}
 		}
