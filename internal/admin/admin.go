@@ -18,6 +18,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/failure"
+	"github.com/switchyard-gw/switchyard/internal/secret"
 )
 
 // MaxBody caps an admin request body (1 MiB); its JSON nests at most dialect.MaxDepth levels.
@@ -114,10 +115,18 @@ func New(o Options) http.Handler {
 	if a.Logf == nil {
 		a.Logf = func(string, ...any) {}
 	}
+	if a.Box == nil {
+		a.Box = (*secret.Box)(nil) // the clear: sealed values do not open
+	}
 	if o.Token != "" {
 		a.on, a.hash = true, sha256.Sum256([]byte(o.Token))
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/v1/accounts", a.listAccounts)
+	mux.HandleFunc("GET /admin/v1/workspaces", a.listWorkspaces)
+	mux.HandleFunc("GET /admin/v1/keys", a.listKeys)
+	mux.HandleFunc("GET /admin/v1/policies", a.listPolicies)
+	mux.HandleFunc("GET /admin/v1/connections", a.listConnections)
 	mux.HandleFunc("POST /admin/v1/accounts", a.createAccount)
 	mux.HandleFunc("GET /admin/v1/accounts/{id}", a.getAccount)
 	mux.HandleFunc("PATCH /admin/v1/accounts/{id}", a.patchAccount)

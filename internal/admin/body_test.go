@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +13,9 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admin"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/store/postgres"
 	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
+	"github.com/switchyard-gw/switchyard/internal/store/storetest"
 )
 
 const token = "adm-test-token"
@@ -25,8 +28,37 @@ func newAPI(t *testing.T) (http.Handler, accounts.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return apiOn(st), st
+}
+
+// apiOn serves the admin API over st, with a real key cache and an empty catalog.
+func apiOn(st accounts.Store) http.Handler {
 	return admin.New(admin.Options{Token: token, Store: st, Cache: accounts.NewCache(st, accounts.CacheOptions{}),
-		Catalog: &catalog.Catalog{}, NotFound: http.NotFoundHandler()}), st
+		Catalog: &catalog.Catalog{}, NotFound: http.NotFoundHandler()})
+}
+
+// eachStore runs f on a fresh SQLite file store and, with SWITCHYARD_TEST_POSTGRES_URL set, a
+// fresh Postgres schema.
+func eachStore(t *testing.T, f func(t *testing.T, h http.Handler, st accounts.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		st, err := sqlite.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "sy.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, apiOn(st), st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		url := storetest.PostgresURL(t)
+		st, err := postgres.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, apiOn(st), st)
+	})
 }
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, gjson.Result) {

@@ -94,7 +94,7 @@ func (s *Store) Policies(ctx context.Context) ([]accounts.Policy, error) {
 	return list(ctx, s.rdb, `SELECT `+policyCols+` FROM policies`, "reading policies", scanPolicy)
 }
 
-// AccountPolicies implements accounts.PolicyStore, through the index policies_account.
+// AccountPolicies implements accounts.PolicyStore, through the index policies_account_created.
 func (s *Store) AccountPolicies(ctx context.Context, accountID string) ([]accounts.Policy, error) {
 	ps, err := list(ctx, s.rdb, s.q(`SELECT `+policyCols+` FROM policies WHERE account_id = ? ORDER BY created_at, id`),
 		"reading policies", scanPolicy, accountID)

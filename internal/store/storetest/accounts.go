@@ -44,6 +44,8 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"PolicyUpdate", testPolicyUpdate},
 		{"PolicyDelete", testPolicyDelete},
 		{"ConnectionRevoke", testConnectionRevoke},
+		{"ListPaging", testListPaging},
+		{"ListFilters", testListFilters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
