@@ -101,6 +101,14 @@ type Attempt struct {
 	// for a non-stream answer only when the call is traced): the span's
 	// gen_ai.response.finish_reasons. Not stored; "" when unknown.
 	FinishReason string `json:"-"`
+	// The attempt's route context (R-AUDIT-2, issue 11 item 5), as its plan had it: Band is the
+	// candidate's 0-based tie band, Score the strategy's metric (null when the route had none),
+	// Strategy the strategy that ordered its plan (the requested model's or a fallback's;
+	// "balanced" after degrading), Region the route's region ("" when none is configured).
+	Band     int    `json:"band"`
+	Score    Score  `json:"score"`
+	Strategy string `json:"strategy"`
+	Region   string `json:"region"`
 }
 
 // The error origins of an attempt (Attempt.ErrorOrigin).
@@ -152,6 +160,10 @@ type Record struct {
 	// CreatedAt is when the request arrived; JSON as RFC 3339 with nanoseconds, in UTC.
 	CreatedAt  time.Time `json:"created_at"`
 	DurationMS float64   `json:"duration_ms"` // milliseconds from arrival to the last byte sent
+	// AdmissionEvents are the request's admission steps in order (limits checked, reserve
+	// taken, refusals, routes dropped for open circuits or paused providers; events.go); JSON
+	// always an array, before attempts.
+	AdmissionEvents AdmissionEvents `json:"admission_events"`
 	// Attempts lists every physical attempt in dispatch order; JSON always an array.
 	Attempts []Attempt `json:"attempts"`
 }

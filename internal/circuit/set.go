@@ -378,3 +378,28 @@ func (s *Set) extend(provider string, d time.Duration) {
 		}
 	}
 }
+
+// Blocked is Open with the reason: nil when routing may use the route now, else the error
+// Admit would return (a [*PausedError], or an [*OpenError] naming the refusing circuit, its
+// Until zero for a half-open circuit whose probe is in flight), without consuming a probe. For
+// the audit's admission events of routes a plan drops (issue 11 item 5); it allocates only
+// when it returns an error.
+func (s *Set) Blocked(provider, deployment, model string) error {
+	s.mu.RLock()
+	p := s.pauses[provider]
+	db := s.deployments[deployment]
+	mb := s.models[routeKey{deployment, model}]
+	s.mu.RUnlock()
+	if p != nil {
+		if until, ok := s.paused(p); ok {
+			return &PausedError{Provider: provider, Until: until}
+		}
+	}
+	if db != nil && db.blocked() {
+		return &OpenError{Deployment: deployment, Until: db.OpenUntil()}
+	}
+	if mb != nil && mb.blocked() {
+		return &OpenError{Deployment: deployment, Model: model, Until: mb.OpenUntil()}
+	}
+	return nil
+}

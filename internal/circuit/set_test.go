@@ -503,3 +503,45 @@ func TestSetOpenFastPath(t *testing.T) {
 		t.Error("pause read in force after its end")
 	}
 }
+
+// TestSetBlocked: Blocked says why Open is true (pause, deployment circuit, (deployment, model)
+// circuit, a half-open probe in flight) and nil when it is false, without consuming the probe.
+func TestSetBlocked(t *testing.T) {
+	s, clk := newTestSet()
+	if err := s.Blocked("p", "D", "A"); err != nil {
+		t.Fatalf("unknown route: %v", err)
+	}
+	attempt(t, s, "p", "D", "A", hang())
+	attempt(t, s, "p", "D", "A", hang())
+	var oe *OpenError
+	if err := s.Blocked("p", "D", "A"); !errors.As(err, &oe) || oe.Model != "A" || !oe.Until.Equal(epoch.Add(DefaultCooldown)) {
+		t.Errorf("after two hangs: %v, want the (D, A) circuit until %v", err, epoch.Add(DefaultCooldown))
+	}
+	if err := s.Blocked("p", "D", "B"); err != nil {
+		t.Errorf("(D, B): %v, want nil", err)
+	}
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	if err := s.Blocked("p", "D", "B"); !errors.As(err, &oe) || oe.Model != "" {
+		t.Errorf("after two 502s: %v, want the deployment circuit", err)
+	}
+	clk.Advance(DefaultCooldown)
+	for range 2 { // a half-open circuit with its probe free is not blocked, and asking keeps it free
+		if err := s.Blocked("p", "D", "B"); err != nil {
+			t.Errorf("half-open with the probe free: %v", err)
+		}
+	}
+	tk, err := s.Admit("p", "D", "B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Blocked("p", "D", "B"); !errors.As(err, &oe) || !oe.Until.IsZero() {
+		t.Errorf("probe in flight: %v, want an OpenError with a zero Until", err)
+	}
+	tk.Done(nil)
+	attempt(t, s, "p", "E", "A", &failure.Error{Class: failure.UpstreamRateLimited, RetryAfter: 7 * time.Second})
+	var pe *PausedError
+	if err := s.Blocked("p", "E", "A"); !errors.As(err, &pe) || pe.Provider != "p" || !pe.Until.Equal(clk.Now().Add(7*time.Second)) {
+		t.Errorf("after a 429: %v, want a pause of p", err)
+	}
+}

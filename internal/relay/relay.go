@@ -78,6 +78,9 @@ type Request struct {
 	// audit.Attempt.FinishReason (one more lookup in the response body; streams record it as
 	// they scan): set when the call is traced.
 	FinishReasons bool
+	// Events, when set, receives an admission event for each candidate a circuit or a provider
+	// pause skips at its turn (audit.StageDispatch; not an attempt, R-AUDIT-3).
+	Events *audit.AdmissionEvents
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -321,6 +324,9 @@ chain:
 			}
 			tk, err := rl.circuits.Admit(dep.PauseScope(), dep.Name, c.Route.Model)
 			if err != nil { // not an attempt (R-AUDIT-3)
+				if e, ok := RouteEvent(err, audit.StageDispatch, dep.Name, c.Route.Model); ok && req.Events != nil {
+					req.Events.Add(e)
+				}
 				if firstRejection == nil {
 					firstRejection = plan.CoolingDown()
 				}
@@ -338,6 +344,7 @@ chain:
 			})
 			a := &res.Attempts[len(res.Attempts)-1]
 			a.Price, a.BillingSource = priceOf(mres.Model, c.Route)
+			routeContext(a, c, mp)
 			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
 				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, model: mres, echo: echo}
 			err = rl.attempt(ctx, &run)

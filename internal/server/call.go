@@ -84,7 +84,13 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	if pr.res.Model != nil {
 		ob.model = pr.res.Model.ID
 	}
+	if pr.planned {
+		s.planEvents(&rec.AdmissionEvents, cs) // routes dropped for open circuits and pauses (events.go)
+	}
 	if err != nil {
+		if pr.refused {
+			rec.AdmissionEvents.Add(refusedEvent(err))
+		}
 		fail(err)
 		return
 	}
@@ -92,7 +98,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	// reservation that owns the request's money until it ends (internal/billing; limits.go). A
 	// refusal never fails over (R-BILL-1). Anonymous callers and keys without limits or a
 	// prepaid balance do not call the admission store.
-	res, reserve, err := s.reserve(r, cs, &pr, sf, who, rid)
+	res, reserve, err := s.reserve(r, cs, &pr, sf, who, rid, &rec.AdmissionEvents)
 	if err != nil {
 		clear(cs.fallbacks)
 		fail(err)
@@ -102,7 +108,8 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	// A request that holds money is held to its reserve's output basis (relay.Request.CapOutput).
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
-		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording()}
+		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording(),
+		Events: &rec.AdmissionEvents}
 	p := &cs.plan
 	out := s.relay.Run(ctx, w, &cs.req, p)
 	cs.req = relay.Request{}
@@ -118,8 +125,10 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 // budgets and, for a prepaid account whose plans use the house's routes, its balance, all in
 // one reservation. A credit refusal of a plan that mixes the caller's own connections and house
 // routes drops the house routes and reserves again without the balance (docs/routing.md
-// "Routing policies and BYOK"). It returns the reservation and the reserve in micro-USD.
-func (s *Server) reserve(r *http.Request, cs *callState, pr *prepared, sf *surface, who caller, rid string) (*billing.Reservation, int64, error) {
+// "Routing policies and BYOK"). It returns the reservation and the reserve in micro-USD, and
+// adds its admission events to ev: limits checked (when the admission store is asked), the
+// reserve taken (when the request holds money), a refusal, the house routes dropped.
+func (s *Server) reserve(r *http.Request, cs *callState, pr *prepared, sf *surface, who caller, rid string, ev *audit.AdmissionEvents) (*billing.Reservation, int64, error) {
 	// A plan of the caller's own connections only (funding byok) bills nothing: no credit check.
 	prepaid := s.cache != nil && who.account != "" && s.cache.Prepaid(who.account) && billable(cs)
 	req := billing.Request{AccountID: who.account, KeyID: who.keyID, RequestID: rid, Model: pr.res.Model.ID}
@@ -130,13 +139,28 @@ func (s *Server) reserve(r *http.Request, cs *callState, pr *prepared, sf *surfa
 	if prepaid {
 		req.Admission.CreditAccount = who.account
 	}
+	asked := len(req.Admission.Layers) > 0 || req.Admission.CreditAccount != "" // billing.Reserve calls the store
+	if asked {
+		ev.Add(limitsEvent(&req.Admission))
+	}
 	res, err := s.billing.Reserve(r.Context(), req)
-	if err != nil && prepaid && dropHouse(cs, err) {
+	if before := candidates(cs); err != nil && prepaid && dropHouse(cs, err) {
+		ev.Add(refusedEvent(err))
+		ev.Add(audit.AdmissionEvent{Kind: audit.EventHouseRoutesDropped, Count: before - candidates(cs)})
 		req.Admission.CreditAccount = ""
 		req.Admission.Tokens, req.Admission.ReserveMicroUSD = charge(cs, pr, sf.protocol)
+		if len(req.Admission.Layers) > 0 {
+			ev.Add(limitsEvent(&req.Admission))
+		}
 		res, err = s.billing.Reserve(r.Context(), req)
 	}
 	cs.metered = req.Admission.Metered()
+	switch {
+	case err != nil:
+		ev.Add(refusedEvent(err))
+	case cs.metered:
+		ev.Add(reserveEvent(&req.Admission))
+	}
 	return res, req.Admission.ReserveMicroUSD, err
 }
 

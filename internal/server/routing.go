@@ -335,6 +335,9 @@ type prepared struct {
 	refused       bool
 	refusedModel  catalog.Resolution
 	refusedReason string
+	// planned says the plan of the requested model was built (cs.plan and cs.fallbacks are
+	// this request's; before, they may hold a pooled earlier request's).
+	planned bool
 }
 
 // route is the request path's routing half, shared by model calls and POST /v1/route so that
@@ -423,6 +426,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 	in.BYOK = cs.byok
 	plan.Build(&cs.plan, in, s.circuits)
 	cs.fallbacks = cs.fallbacks[:0]
+	pr.planned = true
 	// A pinned request never switches provider (R-SUFFIX-1), and allow_fallbacks false tries
 	// one candidate only (R-ORDER-6): neither runs fallback models.
 	noSwitch := sx.Pin != "" || (h.prefs.AllowFallbacks != nil && !*h.prefs.AllowFallbacks)

@@ -20,34 +20,39 @@ var _ audit.Store = (*DB)(nil)
 // one array parameter, and unnest turns the arrays back into rows.
 const (
 	upsertRequests = `INSERT INTO requests
-    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-        $7::boolean[], $8::bigint[], $9::float8[])
+    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
+     admission_events)
+    SELECT rid, acct, model, sf, st, ec, stream, ca, dms, ev::jsonb
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
+        $7::boolean[], $8::bigint[], $9::float8[], $10::text[])
+        AS t(rid, acct, model, sf, st, ec, stream, ca, dms, ev)
     ON CONFLICT (request_id) DO UPDATE SET
         account = EXCLUDED.account, model = EXCLUDED.model, surface = EXCLUDED.surface,
         status = EXCLUDED.status, error_code = EXCLUDED.error_code, stream = EXCLUDED.stream,
-        created_at = EXCLUDED.created_at, duration_ms = EXCLUDED.duration_ms`
+        created_at = EXCLUDED.created_at, duration_ms = EXCLUDED.duration_ms,
+        admission_events = EXCLUDED.admission_events`
 	deleteAttempts = `DELETE FROM attempts WHERE request_id = ANY($1::text[])`
 	insertAttempts = `INSERT INTO attempts
     (request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params, upstream_status)
+     headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy, region)
     SELECT rid, n, dep, prov, model, um, outcome, ec, ti, tc, tcw, tout, tr, up, rmax, cost, bs,
-        price::jsonb, da, hms, ftms, dp::jsonb, us
+        price::jsonb, da, hms, ftms, dp::jsonb, us, band, score, strat, region
     FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
         $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
         $14::text[], $15::float8[], $16::float8[], $17::text[], $18::text[], $19::bigint[],
-        $20::float8[], $21::float8[], $22::text[], $23::bigint[])
+        $20::float8[], $21::float8[], $22::text[], $23::bigint[], $24::bigint[], $25::float8[],
+        $26::text[], $27::text[])
         AS t(rid, n, dep, prov, model, um, outcome, ec, ti, tc, tcw, tout, tr, up, rmax, cost, bs,
-        price, da, hms, ftms, dp, us)`
+        price, da, hms, ftms, dp, us, band, score, strat, region)`
 	// One statement, so one snapshot: a concurrent replace is seen whole or not at all.
 	selectRecord = `SELECT r.account, r.model, r.surface, r.status, r.error_code, r.stream, r.created_at,
-        r.duration_ms, a.attempt, a.deployment, a.provider, a.model, a.upstream_model, a.outcome,
+        r.duration_ms, r.admission_events::text, a.attempt, a.deployment, a.provider, a.model, a.upstream_model, a.outcome,
         a.error_code, a.input_tokens, a.cached_tokens, a.cache_write_tokens, a.output_tokens,
         a.reasoning_tokens, a.usage_provenance, a.reserved_max_usd, a.cost_usd, a.billing_source,
         a.price::text, a.dispatched_at, a.headers_ms, a.first_token_ms, a.dropped_params::text,
-        a.upstream_status
+        a.upstream_status, a.band, a.score, a.strategy, a.region
     FROM requests r LEFT JOIN attempts a ON a.request_id = r.request_id
     WHERE r.request_id = $1
     ORDER BY a.attempt`
@@ -73,7 +78,9 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	rq.grow(len(recs))
 	at.grow(2 * len(recs))
 	for _, r := range recs {
-		rq.add(r)
+		if err := rq.add(r); err != nil {
+			return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
+		}
 		for i := range r.Attempts {
 			if err := at.add(r.RequestID, &r.Attempts[i]); err != nil {
 				return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
@@ -86,7 +93,7 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
-		rq.errorCode, rq.stream, rq.created, rq.duration); err != nil {
+		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, deleteAttempts, rq.id); err != nil {
@@ -96,7 +103,8 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 		if _, err := tx.ExecContext(ctx, insertAttempts, at.id, at.num, at.deployment, at.provider, at.model,
 			at.upstream, at.outcome, at.errorCode, at.input, at.cached, at.cacheWrite, at.output,
 			at.reasoning, at.provenance, at.reserved, at.cost, at.billing, at.price, at.dispatched,
-			at.headers, at.firstToken, at.dropped, at.upstreamStatus); err != nil {
+			at.headers, at.firstToken, at.dropped, at.upstreamStatus, at.band, at.score, at.strategy,
+			at.region); err != nil {
 			return fmt.Errorf("store: writing audit attempts: %w", err)
 		}
 	}
@@ -123,21 +131,30 @@ func lastByID(recs []*audit.Record) []*audit.Record {
 
 // requestCols are the columns of requests, one array per column.
 type requestCols struct {
-	id, account, model, surface, errorCode []string
-	status                                 []int64
-	stream                                 []bool
-	created                                []pgtype.Int8
-	duration                               []float64
+	id, account, model, surface, errorCode, events []string
+	status                                         []int64
+	stream                                         []bool
+	created                                        []pgtype.Int8
+	duration                                       []float64
 }
 
 func (c *requestCols) grow(n int) {
 	c.id, c.account, c.model = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-	c.surface, c.errorCode = make([]string, 0, n), make([]string, 0, n)
+	c.surface, c.errorCode, c.events = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	c.status, c.stream = make([]int64, 0, n), make([]bool, 0, n)
 	c.created, c.duration = make([]pgtype.Int8, 0, n), make([]float64, 0, n)
 }
 
-func (c *requestCols) add(r *audit.Record) {
+func (c *requestCols) add(r *audit.Record) error {
+	events := "[]"
+	if r.AdmissionEvents.Len() > 0 || r.AdmissionEvents.Omitted() > 0 {
+		b, err := json.Marshal(r.AdmissionEvents)
+		if err != nil {
+			return err
+		}
+		events = string(b)
+	}
+	c.events = append(c.events, events)
 	c.id = append(c.id, r.RequestID)
 	c.account = append(c.account, r.Account)
 	c.model = append(c.model, r.Model)
@@ -147,29 +164,31 @@ func (c *requestCols) add(r *audit.Record) {
 	c.stream = append(c.stream, r.Stream)
 	c.created = append(c.created, nanos(r.CreatedAt))
 	c.duration = append(c.duration, r.DurationMS)
+	return nil
 }
 
 // attemptCols are the columns of attempts, one array per column.
 type attemptCols struct {
 	id, deployment, provider, model, upstream, outcome, errorCode, provenance, billing, dropped []string
-	num, input, cached, cacheWrite, output, reasoning, upstreamStatus                           []int64
+	strategy, region                                                                            []string
+	num, input, cached, cacheWrite, output, reasoning, upstreamStatus, band                     []int64
 	reserved, cost                                                                              []float64
 	price                                                                                       []pgtype.Text
 	dispatched                                                                                  []pgtype.Int8
-	headers, firstToken                                                                         []pgtype.Float8
+	headers, firstToken, score                                                                  []pgtype.Float8
 }
 
 func (c *attemptCols) grow(n int) {
 	for _, s := range []*[]string{&c.id, &c.deployment, &c.provider, &c.model, &c.upstream, &c.outcome,
-		&c.errorCode, &c.provenance, &c.billing, &c.dropped} {
+		&c.errorCode, &c.provenance, &c.billing, &c.dropped, &c.strategy, &c.region} {
 		*s = make([]string, 0, n)
 	}
-	for _, s := range []*[]int64{&c.num, &c.input, &c.cached, &c.cacheWrite, &c.output, &c.reasoning, &c.upstreamStatus} {
+	for _, s := range []*[]int64{&c.num, &c.input, &c.cached, &c.cacheWrite, &c.output, &c.reasoning, &c.upstreamStatus, &c.band} {
 		*s = make([]int64, 0, n)
 	}
 	c.reserved, c.cost = make([]float64, 0, n), make([]float64, 0, n)
 	c.price, c.dispatched = make([]pgtype.Text, 0, n), make([]pgtype.Int8, 0, n)
-	c.headers, c.firstToken = make([]pgtype.Float8, 0, n), make([]pgtype.Float8, 0, n)
+	c.headers, c.firstToken, c.score = make([]pgtype.Float8, 0, n), make([]pgtype.Float8, 0, n), make([]pgtype.Float8, 0, n)
 }
 
 func (c *attemptCols) add(id string, a *audit.Attempt) error {
@@ -212,6 +231,14 @@ func (c *attemptCols) add(id string, a *audit.Attempt) error {
 	c.firstToken = append(c.firstToken, nullFloat(a.FirstTokenMS))
 	c.dropped = append(c.dropped, dropped)
 	c.upstreamStatus = append(c.upstreamStatus, int64(a.UpstreamStatus))
+	c.band = append(c.band, int64(a.Band))
+	score := pgtype.Float8{} // NULL when the route had no metric
+	if a.Score.Valid {
+		score = pgtype.Float8{Float64: a.Score.Value, Valid: true}
+	}
+	c.score = append(c.score, score)
+	c.strategy = append(c.strategy, a.Strategy)
+	c.region = append(c.region, a.Region)
 	return nil
 }
 
@@ -232,18 +259,26 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			dep, prov, model, upstream, outcome, errorCode sql.NullString
 			provenance, billing, price, dropped            sql.NullString
 			reserved, cost, headers, firstToken            sql.NullFloat64
-			dispatched, upstreamStatus                     sql.NullInt64
+			dispatched, upstreamStatus, band               sql.NullInt64
+			events, strategy, region                       sql.NullString
+			score                                          sql.NullFloat64
 		)
 		if err := rows.Scan(&rec.Account, &rec.Model, &rec.Surface, &rec.Status, &rec.ErrorCode, &rec.Stream,
-			&created, &rec.DurationMS, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
+			&created, &rec.DurationMS, &events, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
 			&cached, &cacheWrite, &output, &reason, &provenance, &reserved, &cost, &billing, &price,
-			&dispatched, &headers, &firstToken, &dropped, &upstreamStatus); err != nil {
+			&dispatched, &headers, &firstToken, &dropped, &upstreamStatus, &band, &score, &strategy,
+			&region); err != nil {
 			return nil, fmt.Errorf("store: reading audit record: %w", err)
 		}
 		if r == nil {
 			rec.RequestID = requestID
 			rec.CreatedAt = fromNanos(created)
 			rec.Attempts = []audit.Attempt{}
+			if events.Valid {
+				if err := json.Unmarshal([]byte(events.String), &rec.AdmissionEvents); err != nil {
+					return nil, fmt.Errorf("store: audit record admission_events: %w", err)
+				}
+			}
 			r = &rec
 		}
 		if !num.Valid {
@@ -256,6 +291,10 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 				Output: output.Int64, Reasoning: reason.Int64},
 			UsageProvenance: provenance.String, ReservedMaxUSD: reserved.Float64, CostUSD: cost.Float64,
 			BillingSource: billing.String, DispatchedAt: fromNanos(dispatched), UpstreamStatus: int(upstreamStatus.Int64),
+			Band: int(band.Int64), Strategy: strategy.String, Region: region.String,
+		}
+		if score.Valid {
+			a.Score = audit.ScoreOf(score.Float64)
 		}
 		if price.Valid {
 			a.Price = new(audit.PriceSnapshot)

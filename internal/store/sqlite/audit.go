@@ -17,24 +17,26 @@ import (
 var _ audit.Store = (*DB)(nil)
 
 const (
-	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms`
+	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
+     admission_events`
 	attemptColumns = `request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params, upstream_status`
-	requestParams = 9  // placeholders per requests row
-	attemptParams = 23 // placeholders per attempts row
+     headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy, region`
+	requestParams = 10 // placeholders per requests row
+	attemptParams = 27 // placeholders per attempts row
 
 	replaceRequest = `UPDATE requests SET
-    account = ?, model = ?, surface = ?, status = ?, error_code = ?, stream = ?, created_at = ?, duration_ms = ?
+    account = ?, model = ?, surface = ?, status = ?, error_code = ?, stream = ?, created_at = ?, duration_ms = ?,
+    admission_events = ?
     WHERE request_id = ?`
 	deleteAttempts = `DELETE FROM attempts WHERE request_id = ?`
-	selectRequest  = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms
-    FROM requests WHERE request_id = ?`
+	selectRequest  = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms,
+    admission_events FROM requests WHERE request_id = ?`
 	selectAttempts = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params, upstream_status
+     headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy, region
     FROM attempts WHERE request_id = ? ORDER BY attempt`
 )
 
@@ -196,8 +198,12 @@ func (w *batchWriter) write(recs []*audit.Record) error {
 		recs = recs[1<<k:]
 		w.args = w.args[:0]
 		for _, r := range chunk {
+			events, err := eventsText(r)
+			if err != nil {
+				return fmt.Errorf("record %q: %w", r.RequestID, err)
+			}
 			w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-				r.Stream, nanos(r.CreatedAt), r.DurationMS)
+				r.Stream, nanos(r.CreatedAt), r.DurationMS, events)
 		}
 		n, err := w.exec(tableRequests, k)
 		if err != nil {
@@ -227,8 +233,12 @@ func (w *batchWriter) write(recs []*audit.Record) error {
 
 // replace overwrites the stored request row of r and replaces its attempts with r's.
 func (w *batchWriter) replace(r *audit.Record) error {
+	events, err := eventsText(r)
+	if err != nil {
+		return err
+	}
 	if _, err := w.tx.ExecContext(w.ctx, replaceRequest, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-		r.Stream, nanos(r.CreatedAt), r.DurationMS, r.RequestID); err != nil {
+		r.Stream, nanos(r.CreatedAt), r.DurationMS, events, r.RequestID); err != nil {
 		return err
 	}
 	if _, err := w.tx.ExecContext(w.ctx, deleteAttempts, r.RequestID); err != nil {
@@ -282,8 +292,29 @@ func (w *batchWriter) appendAttempt(requestID string, a *audit.Attempt) error {
 		a.UpstreamModel, a.Outcome, a.ErrorCode,
 		a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning,
 		a.UsageProvenance, a.ReservedMaxUSD, a.CostUSD, a.BillingSource, price, nanos(a.DispatchedAt),
-		nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped, a.UpstreamStatus)
+		nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped, a.UpstreamStatus,
+		a.Band, nullScore(a.Score), a.Strategy, a.Region)
 	return nil
+}
+
+// eventsText is r's admission events as stored: their JSON array ("[]" when none).
+func eventsText(r *audit.Record) (any, error) {
+	if r.AdmissionEvents.Len() == 0 && r.AdmissionEvents.Omitted() == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(r.AdmissionEvents)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// nullScore is s, or NULL when the route had no metric.
+func nullScore(s audit.Score) any {
+	if !s.Valid {
+		return nil
+	}
+	return s.Value
 }
 
 // priceText returns p as stored: its JSON, as a string. The last one is kept, compared bit for
@@ -311,8 +342,9 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 	defer tx.Rollback()
 	r := &audit.Record{RequestID: requestID, Attempts: []audit.Attempt{}}
 	var created sql.NullInt64
+	var events string
 	err = tx.QueryRowContext(ctx, selectRequest, requestID).Scan(&r.Account, &r.Model, &r.Surface, &r.Status,
-		&r.ErrorCode, &r.Stream, &created, &r.DurationMS)
+		&r.ErrorCode, &r.Stream, &created, &r.DurationMS, &events)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, audit.ErrNotFound
 	}
@@ -320,6 +352,9 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 		return nil, fmt.Errorf("store: reading audit record: %w", err)
 	}
 	r.CreatedAt = fromNanos(created)
+	if err := json.Unmarshal([]byte(events), &r.AdmissionEvents); err != nil {
+		return nil, fmt.Errorf("store: audit record admission_events: %w", err)
+	}
 	rows, err := tx.QueryContext(ctx, selectAttempts, requestID)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit attempts: %w", err)
@@ -332,11 +367,13 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			dispatched          sql.NullInt64
 			headers, firstToken sql.NullFloat64
 			dropped             string
+			score               sql.NullFloat64
 		)
 		if err := rows.Scan(&a.Attempt, &a.Deployment, &a.Provider, &a.Model, &a.UpstreamModel, &a.Outcome,
 			&a.ErrorCode, &a.Tokens.Input, &a.Tokens.Cached, &a.Tokens.CacheWrite, &a.Tokens.Output,
 			&a.Tokens.Reasoning, &a.UsageProvenance, &a.ReservedMaxUSD, &a.CostUSD, &a.BillingSource, &price,
-			&dispatched, &headers, &firstToken, &dropped, &a.UpstreamStatus); err != nil {
+			&dispatched, &headers, &firstToken, &dropped, &a.UpstreamStatus, &a.Band, &score, &a.Strategy,
+			&a.Region); err != nil {
 			return nil, fmt.Errorf("store: reading audit attempts: %w", err)
 		}
 		if price.Valid {
@@ -352,6 +389,9 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			a.DroppedParams = []string{}
 		}
 		a.DispatchedAt = fromNanos(dispatched)
+		if score.Valid {
+			a.Score = audit.ScoreOf(score.Float64)
+		}
 		if headers.Valid {
 			a.HeadersMS = &headers.Float64
 		}

@@ -25,7 +25,7 @@ func ptr[T any](v T) *T { return &v }
 // (nulls: no price, no latencies; empty dropped params) and one completed attempt (every
 // optional field set).
 func FullRecord(id string) *audit.Record {
-	return &audit.Record{
+	r := &audit.Record{
 		RequestID: id, Model: "rp-sonnet-4-5:anthropic", Surface: "anthropic.messages", Account: "acct_1",
 		Status: 200, ErrorCode: "", Stream: true,
 		CreatedAt:  time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC),
@@ -35,7 +35,7 @@ func FullRecord(id string) *audit.Record {
 			UpstreamModel: "claude-sonnet-4-5-20250929", Outcome: audit.OutcomeFailed, ErrorCode: "upstream_timeout",
 			UsageProvenance: audit.ProvenanceUnknown, ReservedMaxUSD: 0.96, BillingSource: "unpriced",
 			DispatchedAt:  time.Date(2026, 3, 1, 12, 0, 0, 200000001, time.UTC),
-			DroppedParams: []string{},
+			DroppedParams: []string{}, Strategy: "latency",
 		}, {
 			Attempt: 2, Deployment: "bedrock-east", Provider: "aws", Model: "claude-sonnet-4-5",
 			UpstreamModel: "anthropic.claude-sonnet-4-5", Outcome: audit.OutcomeCompleted,
@@ -45,8 +45,16 @@ func FullRecord(id string) *audit.Record {
 			DispatchedAt: time.Date(2026, 3, 1, 12, 0, 20, 999, time.UTC),
 			HeadersMS:    ptr(120.25), FirstTokenMS: ptr(301.5),
 			DroppedParams: []string{"logprobs", "seed"}, UpstreamStatus: 200,
+			Band: 2, Score: audit.ScoreOf(412.5), Strategy: "latency", Region: "us-east-1",
 		}},
 	}
+	r.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventCircuitOpen, Stage: audit.StagePlan,
+		Deployment: "vertex", Model: "claude-sonnet-4-5", Circuit: audit.CircuitModel,
+		Until: time.Date(2026, 3, 1, 12, 0, 30, 5, time.UTC)})
+	r.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventLimitsChecked, Scopes: audit.ScopeKey | audit.ScopeAccount,
+		Credit: true, Tokens: 4196, ReserveUSD: 0.96})
+	r.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventReserveTaken, Scopes: audit.ScopeAccount, Credit: true, ReserveUSD: 0.96})
+	return r
 }
 
 // Run runs the behaviour suite against fresh stores from open, one per subtest.
@@ -114,10 +122,14 @@ func testRoundTrip(t *testing.T, st audit.Store) {
 		t.Fatal(err)
 	}
 	for _, frag := range []string{
-		`"price":null,"dispatched_at":"2026-03-01T12:00:00.200000001Z","headers_ms":null,"first_token_ms":null,"dropped_params":[],"upstream_status":0,"error_origin":"gateway"}`,
+		`"price":null,"dispatched_at":"2026-03-01T12:00:00.200000001Z","headers_ms":null,"first_token_ms":null,"dropped_params":[],"upstream_status":0,"error_origin":"gateway",`,
 		`"price":{"input":3,"output":15}`, `"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":""`,
 		`"tokens":{"input":11,"cached":22,"cache_write":33,"output":44,"reasoning":5}`,
 		`"created_at":"2026-03-01T12:00:00.123456789Z"`, `"headers_ms":120.25,"first_token_ms":301.5`,
+		`"band":0,"score":null,"strategy":"latency","region":""}`, `"band":2,"score":412.5,"strategy":"latency","region":"us-east-1"}`,
+		`"admission_events":[{"kind":"circuit_open","stage":"plan","deployment":"vertex","model":"claude-sonnet-4-5","circuit":"model","until":"2026-03-01T12:00:30.000000005Z"},` +
+			`{"kind":"limits_checked","scopes":["key","account"],"credit":true,"tokens":4196,"reserve_usd":0.96},` +
+			`{"kind":"reserve_taken","scopes":["account"],"credit":true,"reserve_usd":0.96}],"attempts"`,
 	} {
 		if !strings.Contains(string(b), frag) {
 			t.Errorf("JSON lacks %s\n%s", frag, b)
