@@ -81,6 +81,15 @@ type Request struct {
 	// Events, when set, receives an admission event for each candidate a circuit or a provider
 	// pause skips at its turn (audit.StageDispatch; not an attempt, R-AUDIT-3).
 	Events *audit.AdmissionEvents
+	// Debug says the request asked for its routing debug (extra.debug routing, issue 11 item 4;
+	// debug.go): a "debug" member in a non-stream body or an error body, a final SSE comment on
+	// a stream.
+	Debug bool
+	// ReservedMaxUSD is the request's reserve in USD, recorded on each attempt as
+	// reserved_max_usd (R-AUDIT-2).
+	ReservedMaxUSD float64
+	// plan is Run's plan, for the debug member.
+	plan *plan.Plan
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -276,6 +285,7 @@ func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p
 	}()
 	rc := http.NewResponseController(w)
 	sc.tr.reset()
+	req.plan = p
 
 	var last, firstRejection error
 	var minRetryAfter time.Duration
@@ -340,7 +350,7 @@ chain:
 			res.Attempts = append(res.Attempts, audit.Attempt{
 				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
 				Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
-				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(),
+				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(), ReservedMaxUSD: req.ReservedMaxUSD,
 			})
 			a := &res.Attempts[len(res.Attempts)-1]
 			a.Price, a.BillingSource = priceOf(mres.Model, c.Route)
@@ -358,6 +368,9 @@ chain:
 			held = circuit.Ticket{}
 			if res.Committed || fe == nil {
 				tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
+				if req.Debug && req.Info.Stream && res.Committed && res.Class != failure.Cancelled {
+					writeDebugComment(w, req, &res)
+				}
 				return res
 			}
 			tk.Done(fe)
@@ -391,7 +404,7 @@ chain:
 		fe = &cp
 	}
 	res.Status, res.Class = fe.Class.Status(), fe.Class
-	WriteError(w, req.Codec, req.ID, fe, len(res.Attempts), sc.out[:0])
+	req.writeError(w, fe, &res, sc.out[:0])
 	return res
 }
 
@@ -566,6 +579,10 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	r.finishUsage(usage, seen)
 	r.a.Outcome = audit.OutcomeCompleted
 	r.res.Status = http.StatusOK
+	if r.req.Debug {
+		out = AppendMember(out, "debug", r.req.debugOf(r.res)) // the attempt is complete and billed
+		r.sc.out = out
+	}
 	if _, err := r.w.Write(out); err != nil {
 		r.a.Outcome = audit.OutcomeCancelled
 		r.res.Class = failure.Cancelled
@@ -863,7 +880,17 @@ func costUSD(u dialect.Usage, p *audit.PriceSnapshot) float64 {
 // contract's headers (x-switchyard-error-code, retry-after, x-switchyard-limit-kind,
 // x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
 func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, buf []byte) {
-	h := w.Header()
+	writeErrorHeaders(w.Header(), fe, attempts)
+	status := fe.Class.Status()
+	if status == failure.StatusClientClosedRequest {
+		return // nobody to answer
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(codec.AppendErrorBody(buf, fe, requestID))
+}
+
+// writeErrorHeaders sets the headers of an error response (WriteError).
+func writeErrorHeaders(h http.Header, fe *failure.Error, attempts int) {
 	h["Content-Type"] = jsonValue
 	h["X-Switchyard-Error-Code"] = []string{string(fe.Class)}
 	h["X-Switchyard-Attempts"] = attemptsValue(attempts)
@@ -874,12 +901,6 @@ func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failur
 	if fe.LimitKind != "" {
 		h["X-Switchyard-Limit-Kind"] = []string{fe.LimitKind}
 	}
-	status := fe.Class.Status()
-	if status == failure.StatusClientClosedRequest {
-		return // nobody to answer
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(codec.AppendErrorBody(buf, fe, requestID))
 }
 
 // Answered reports whether this package started a response on the writer whose header map is

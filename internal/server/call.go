@@ -59,9 +59,15 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	if s.tracing != nil {
 		ctx = s.beginTrace(ctx, r, sf, start, ob) // the relay's Sends carry the attempts' traceparent
 	}
+	var pr prepared
 	fail := func(err error) {
 		fe := failure.From(err)
-		relay.WriteError(w, codec, rid, fe, 0, nil)
+		if pr.debug && pr.planned { // a refusal after planning: the plan says why (extra.debug)
+			relay.WriteErrorDebug(w, codec, rid, fe, 0,
+				relay.AppendDebug(nil, rid, &cs.plan, cs.fallbacks, &rec.AdmissionEvents, nil))
+		} else {
+			relay.WriteError(w, codec, rid, fe, 0, nil)
+		}
 		rec.Status, rec.ErrorCode = fe.Class.Status(), string(fe.Class)
 		ob.refused = fe.LimitKind
 		s.finish(rec, start, ob)
@@ -78,7 +84,6 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		fail(err)
 		return
 	}
-	var pr prepared
 	err = s.route(cs, who, sf, body, &pr)
 	rec.Model, rec.Stream = pr.info.Model, pr.info.Stream
 	if pr.res.Model != nil {
@@ -100,8 +105,8 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	// prepaid balance do not call the admission store.
 	res, reserve, err := s.reserve(r, cs, &pr, sf, who, rid, &rec.AdmissionEvents)
 	if err != nil {
-		clear(cs.fallbacks)
 		fail(err)
+		clear(cs.fallbacks)
 		return
 	}
 	defer res.Release() // a panic in the relay still frees the slot, the reserve and the ledger's
@@ -109,7 +114,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
 		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording(),
-		Events: &rec.AdmissionEvents}
+		Events: &rec.AdmissionEvents, Debug: pr.debug, ReservedMaxUSD: float64(reserve) / 1e6}
 	p := &cs.plan
 	out := s.relay.Run(ctx, w, &cs.req, p)
 	cs.req = relay.Request{}

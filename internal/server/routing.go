@@ -34,6 +34,8 @@ type routeHints struct {
 	sessionKey string
 	// inputTokens is the estimate of estimateTokens, for the context-fit filter (R-ADMIT-4).
 	inputTokens int
+	// debug says extra.debug asks for the routing category (readDebug; issue 11 item 4).
+	debug bool
 }
 
 // consumedMembers are the top-level members of a request body that the gateway consumes and
@@ -78,6 +80,9 @@ func readHints(body []byte, sf *surface) (routeHints, error) {
 		if h.fallbacks, err = appendModelList(h.fallbacks, extra.Get("fallbacks"), "extra.fallbacks"); err != nil {
 			return h, err
 		}
+		if h.debug, err = readDebug(extra.Get("debug")); err != nil {
+			return h, err
+		}
 	}
 	if h.fallbacks, err = appendModelList(h.fallbacks, models, "models"); err != nil {
 		return h, err
@@ -88,6 +93,49 @@ func readHints(body []byte, sf *surface) (routeHints, error) {
 	h.sessionKey = sessionKey(pck, system, convo)
 	h.inputTokens = estimateTokens(system, convo, tools, functions)
 	return h, nil
+}
+
+// DebugRouting is the debug category of extra.debug that returns the plan and its attempts in
+// the response (issue 11 item 4; docs/routing.md "Debug mode").
+const DebugRouting = "routing"
+
+// readDebug reads extra.debug: an object of categories to booleans ({"routing": true}) or an
+// array of category names (["routing"]); null or absent is off. Categories other than routing
+// are accepted and ignored (other gateways define more); any other shape is an
+// invalid_request naming extra.debug.
+func readDebug(v gjson.Result) (bool, error) {
+	const msg = "`extra.debug` must be an object of categories to booleans ({\"routing\": true}) or an array of category names ([\"routing\"])"
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return false, nil
+	case v.IsObject():
+		on := false
+		var err error
+		v.ForEach(func(k, m gjson.Result) bool {
+			if m.Type != gjson.True && m.Type != gjson.False && m.Type != gjson.Null {
+				err = failure.Invalid("extra.debug", msg)
+				return false
+			}
+			if k.Str == DebugRouting && m.Type == gjson.True {
+				on = true
+			}
+			return true
+		})
+		return on, err
+	case v.IsArray():
+		on := false
+		var err error
+		v.ForEach(func(_, e gjson.Result) bool {
+			if e.Type != gjson.String {
+				err = failure.Invalid("extra.debug", msg)
+				return false
+			}
+			on = on || e.Str == DebugRouting
+			return true
+		})
+		return on, err
+	}
+	return false, failure.Invalid("extra.debug", msg)
 }
 
 // readProvider fills p from the request's provider object (R-ORDER-6): order, only and ignore
@@ -338,6 +386,8 @@ type prepared struct {
 	// planned says the plan of the requested model was built (cs.plan and cs.fallbacks are
 	// this request's; before, they may hold a pooled earlier request's).
 	planned bool
+	// debug says the request asked for its routing debug (extra.debug; issue 11 item 4).
+	debug bool
 }
 
 // route is the request path's routing half, shared by model calls and POST /v1/route so that
@@ -394,7 +444,7 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		pr.info = info
 	}
 	cr := s.routingOf(who) // the caller's routing policy and BYOK connections (R-POLICY)
-	pr.body, pr.res, pr.attemptLimit, pr.inputTokens = body, res, s.attemptLimit, h.inputTokens
+	pr.body, pr.res, pr.attemptLimit, pr.inputTokens, pr.debug = body, res, s.attemptLimit, h.inputTokens, h.debug
 	if cr.policy != nil && cr.policy.AttemptLimit > 0 && (pr.attemptLimit == 0 || cr.policy.AttemptLimit < pr.attemptLimit) {
 		pr.attemptLimit = cr.policy.AttemptLimit // the stricter of routing.attempt_limit and the policy's
 	}
