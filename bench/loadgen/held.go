@@ -29,11 +29,15 @@ type procStats struct {
 	StackBytes int64 `json:"stack_bytes"` // goroutine stacks
 	RSSBytes   int64 `json:"rss_bytes"`   // resident set size (/proc/self/statm)
 	Goroutines int   `json:"goroutines"`
+	AllocBytes int64 `json:"alloc_bytes"` // heap bytes allocated since the process started
+	GCCycles   int64 `json:"gc_cycles"`   // completed GC cycles since the process started
 }
 
 var statSamples = []metrics.Sample{
 	{Name: "/memory/classes/heap/objects:bytes"},
 	{Name: "/memory/classes/heap/stacks:bytes"},
+	{Name: "/gc/heap/allocs:bytes"},
+	{Name: "/gc/cycles/total:gc-cycles"},
 }
 
 // readProcStats reads this process's procStats; gc forces two collections first so that the
@@ -51,6 +55,8 @@ func readProcStats(gc bool) procStats {
 		HeapBytes:  int64(statSamples[0].Value.Uint64()),
 		StackBytes: int64(statSamples[1].Value.Uint64()),
 		Goroutines: runtime.NumGoroutine(),
+		AllocBytes: int64(statSamples[2].Value.Uint64()),
+		GCCycles:   int64(statSamples[3].Value.Uint64()),
 	}
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 1 {

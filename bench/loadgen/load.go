@@ -84,6 +84,10 @@ type phase struct {
 	// µs (the bare proxies and every Switchyard share the process; only the phase's target
 	// is loaded; 0 when unknown).
 	GatewayCPU float64 `json:"gateway_cpu_us_per_request"`
+	// AllocKB is the gateway process's heap allocation during the phase per request answered
+	// (KiB), GCPer10k its GC cycles per 10,000 requests answered (what the tail is partly made of).
+	AllocKB  float64 `json:"gateway_alloc_kib_per_request"`
+	GCPer10k float64 `json:"gateway_gc_per_10k_requests"`
 	// Quiesce is how long, after the phase, the harness waited for the Switchyards' audit and
 	// ledger writer queues to empty before the next phase (seconds; not part of the phase).
 	Quiesce float64 `json:"quiesce_s"`
