@@ -48,6 +48,7 @@ func TestImportRules(t *testing.T) {
 		{pkg: "litellm", forbidden: []string{"net/http"}, ours: []string{"litellm"}},
 		{pkg: "admin", forbidden: []string{module + "server", module + "store/sqlite", module + "store/postgres"}},
 		{pkg: "stats", forbidden: []string{"net/http", module + "relay", module + "server"}},
+		{pkg: "console", ours: []string{"console"}},
 	} {
 		t.Run(tc.pkg, func(t *testing.T) {
 			for _, d := range deps(t, tc.pkg) {

@@ -168,15 +168,24 @@ func (s *Server) routeSurface(body []byte) (*surface, error) {
 // issue 11 item 10) it is still a 200: empty candidates, every route dropped with its reason,
 // and under "refusal" the status and class a model call would get. Other errors (an unknown
 // model, a bad body, a forbidden strategy override) are answered as a model call would be.
-func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveRoute(w http.ResponseWriter, r *http.Request) { s.serveRouteAs(w, r, nil) }
+
+// serveRouteAs is serveRoute for caller op, or for the caller the request authenticates as
+// when op is nil. The console passes the operator (consoleRoute).
+func (s *Server) serveRouteAs(w http.ResponseWriter, r *http.Request, op *caller) {
 	rid := requestID(w)
 	cs := s.pool.Get().(*callState)
 	defer s.releaseCall(cs)
 	codec := relay.CodecFor(surfaceOf(r))
-	who, err := s.authenticate(r)
-	if err != nil {
-		relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
-		return
+	var who caller
+	if op != nil {
+		who = *op
+	} else {
+		var err error
+		if who, err = s.authenticate(r); err != nil {
+			relay.WriteError(w, codec, rid, failure.From(err), 0, nil)
+			return
+		}
 	}
 	body, err := s.readBody(w, r, cs)
 	if err != nil {

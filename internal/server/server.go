@@ -349,7 +349,9 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	mux.Handle("/admin/", s.adminHandler())
+	adm := s.adminHandler()
+	mux.Handle("/admin/", adm)
+	s.mountConsole(mux, cfg, adm)
 	mux.HandleFunc("/", s.serveNotFound)
 	s.mux = mux
 	return s, nil
