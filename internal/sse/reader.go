@@ -19,12 +19,12 @@ var ErrEventTooLarge = errors.New("sse: event too large")
 var ErrUnexpectedEOF = io.ErrUnexpectedEOF
 
 const (
-	// initialBufSize is the first buffer, allocated on the first read: what a few stream
+	// initialBufSize is the first buffer, allocated on the first read: what one or two stream
 	// frames of a chat completion need (~200-600 bytes each), since every held stream keeps one
 	// (issue 15: memory per held stream). A larger event grows it by doubling.
-	initialBufSize = 2 << 10
-	minRead        = 1 << 10 // smallest free space offered to one Read
-	maxEmptyReads  = 100     // consecutive (0, nil) reads before io.ErrNoProgress, as bufio
+	initialBufSize = 1 << 10
+	minRead        = 512 // smallest free space offered to one Read
+	maxEmptyReads  = 100 // consecutive (0, nil) reads before io.ErrNoProgress, as bufio
 )
 
 // bom is the UTF-8 byte order mark, stripped from the start of a stream per the spec.
