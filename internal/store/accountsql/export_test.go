@@ -1,0 +1,4 @@
+package accountsql
+
+// EndedV is endedV, for the query-plan test.
+var EndedV = endedV
