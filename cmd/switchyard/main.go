@@ -301,6 +301,9 @@ func restartOnly(prev, next *config.Config) []string {
 	if prev.Store.ReloadInterval != next.Store.ReloadInterval {
 		out = append(out, "store.reload_interval")
 	}
+	if prev.Store.AuditRetention != next.Store.AuditRetention {
+		out = append(out, "store.audit_retention") // the pruner's, started once
+	}
 	if prev.Admission.URL != next.Admission.URL {
 		out = append(out, "admission.url")
 	}
@@ -409,6 +412,15 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	recDone := make(chan struct{})
 	go func() { defer close(recDone); _ = rec.Run(recCtx) }()
 	defer func() { stopRec(); <-recDone }()
+	// Audit retention (store.audit_retention; the ledger is never pruned): read at start.
+	if p, ok := st.(audit.Pruner); ok && cfg.Store.AuditRetention > 0 {
+		pruneDone := make(chan struct{})
+		go func() {
+			defer close(pruneDone)
+			audit.Prune(recCtx, p, audit.PruneOptions{Retention: cfg.Store.AuditRetention.D(), Logf: logf})
+		}()
+		defer func() { stopRec(); <-pruneDone }()
+	}
 
 	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logger: lg, Tracing: tr}
 	if opts.noAccounts {

@@ -20,6 +20,8 @@ const (
 	// DefaultMaxHeaderBytes is server.max_header_bytes (1 MiB, net/http's default).
 	DefaultMaxHeaderBytes = 1 << 20
 	DefaultStoreURL       = "sqlite://switchyard.db"
+	// DefaultAuditRetention is store.audit_retention: audit records are kept 30 days.
+	DefaultAuditRetention = 30 * 24 * time.Hour
 	DefaultAdmissionURL   = "memory://"
 	DefaultStrategy       = "price"
 	DefaultBlendInput     = 3 // price_blend input weight
@@ -60,6 +62,9 @@ func applyDefaults(c *Config) {
 	}
 	if c.Store.URL == "" {
 		c.Store.URL = DefaultStoreURL
+	}
+	if c.Store.AuditRetention == 0 && !p.has("store.audit_retention") {
+		c.Store.AuditRetention = Retention(DefaultAuditRetention)
 	}
 	if c.Admission.URL == "" {
 		c.Admission.URL = DefaultAdmissionURL

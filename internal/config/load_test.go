@@ -90,7 +90,7 @@ func TestDefaults(t *testing.T) {
 		want := Config{
 			Server: Server{Listen: "127.0.0.1:8080", MaxBodyBytes: 33554432, ShutdownGrace: Duration(30 * time.Second),
 				BodyTimeout: Duration(30 * time.Second), MaxInflightBodyBytes: 256 << 20, MaxHeaderBytes: 1 << 20},
-			Store:     Store{URL: "sqlite://switchyard.db"},
+			Store:     Store{URL: "sqlite://switchyard.db", AuditRetention: Retention(30 * 24 * time.Hour)},
 			Admission: Admission{URL: "memory://"},
 			Routing: Routing{
 				Strategy:   "price",

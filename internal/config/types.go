@@ -74,6 +74,10 @@ type Store struct {
 	// API keys of BYOK connections in the store (AES-256-GCM, internal/secret). Empty stores them
 	// in the clear. Changing it makes connections sealed under the old one unusable.
 	SecretKey string `yaml:"secret_key"`
+	// AuditRetention is how long audit records are kept, from their created_at (default 30d;
+	// "0" or "off" keeps them forever): older ones are deleted in the background, in small
+	// batches (audit.Prune). The ledger is never deleted. Read at start.
+	AuditRetention Retention `yaml:"audit_retention"`
 }
 
 // Admission selects the admission store: memory:// (default) or redis://...

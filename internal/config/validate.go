@@ -134,6 +134,9 @@ func (v *validator) stores(c *Config) {
 	case scheme != "sqlite" && !parsesWithHost(c.Store.URL):
 		v.add("store.url", "is not a valid %s:// URL", scheme)
 	}
+	if c.Store.AuditRetention < 0 {
+		v.add("store.audit_retention", "must not be negative: days such as 30d, or off to keep audit records forever")
+	}
 	if k := c.Store.SecretKey; k != "" && len(k) < 16 {
 		v.add("store.secret_key", "must be at least 16 bytes (32 random characters recommended), or empty to store BYOK credentials in the clear")
 	}
