@@ -346,3 +346,29 @@ func nullFloat(p *float64) pgtype.Float8 {
 	}
 	return pgtype.Float8{Float64: *p, Valid: true}
 }
+
+var _ audit.Pruner = (*DB)(nil)
+
+// pruneRecords deletes the oldest records created before a time, at most a number of them
+// (requests_created_at finds them in order; rows another replica is deleting are skipped);
+// their attempts_v1 rows go by the foreign key.
+const pruneRecords = `DELETE FROM requests WHERE request_id IN
+    (SELECT request_id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`
+
+// PruneRecords implements audit.Pruner: it deletes at most limit records created before
+// before, oldest first, in one statement, and returns how many. Replicas pruning at once skip
+// each other's rows. The ledger is not touched.
+func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	res, err := db.db.ExecContext(ctx, pruneRecords, before.UnixNano(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	return int(n), nil
+}

@@ -427,3 +427,28 @@ func nullFloat(p *float64) any {
 	}
 	return *p
 }
+
+var _ audit.Pruner = (*DB)(nil)
+
+// pruneRecords deletes the oldest records created before a time, at most a number of them
+// (requests_created_at finds them in order); their attempts_v1 rows go by the foreign key.
+const pruneRecords = `DELETE FROM requests WHERE rowid IN
+    (SELECT rowid FROM requests WHERE created_at < ? ORDER BY created_at LIMIT ?)`
+
+// PruneRecords implements audit.Pruner: it deletes at most limit records created before
+// before, oldest first, in one transaction of the writer connection, and returns how many.
+// The ledger is not touched.
+func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	res, err := db.db.ExecContext(ctx, pruneRecords, before.UnixNano(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	return int(n), nil
+}

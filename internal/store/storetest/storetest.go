@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 )
 
@@ -75,6 +76,8 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentWritersAndReaders", testConcurrent},
 		{"ConcurrentReplace", testConcurrentReplace},
 		{"WithRecorder", testWithRecorder},
+		{"Prune", testPrune},
+		{"PruneWhileWriting", testPruneWhileWriting},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
@@ -388,6 +391,157 @@ func testWithRecorder(t *testing.T, st audit.Store) {
 	}
 	check(t, st, FullRecord("req_599"))
 	check(t, st, FullRecord("req_0"))
+}
+
+// aged returns FullRecord(id) created at t.
+func aged(id string, t time.Time) *audit.Record {
+	r := FullRecord(id)
+	r.CreatedAt = t
+	return r
+}
+
+// testPrune (issue 15 item 2): audit.Prune deletes the records created before the retention,
+// in batches, and keeps the recent ones, the one created exactly at the limit, and a record
+// without a creation time; the ledger (when the store has one) is untouched.
+func testPrune(t *testing.T, st audit.Store) {
+	p, ok := st.(audit.Pruner)
+	if !ok {
+		t.Skip("the store does not prune")
+	}
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	const retention = 30 * 24 * time.Hour
+	limit := now.Add(-retention)
+	var old, recent []*audit.Record
+	for i := range 23 {
+		old = append(old, aged(fmt.Sprintf("old%d", i), limit.Add(-time.Duration(i+1)*time.Hour)))
+	}
+	old = append(old, aged("just-old", limit.Add(-time.Nanosecond)))
+	for i := range 5 {
+		recent = append(recent, aged(fmt.Sprintf("new%d", i), now.Add(-time.Duration(i)*time.Hour)))
+	}
+	recent = append(recent, aged("at-limit", limit), aged("no-time", time.Time{}))
+	write(t, st, append(append([]*audit.Record{}, old...), recent...)...)
+	if ls, ok := st.(interface {
+		AppendLedger(context.Context, []accounts.LedgerEntry) error
+	}); ok {
+		if err := ls.AppendLedger(ctx, []accounts.LedgerEntry{{At: limit.Add(-time.Hour), AccountID: "acct_1", KeyID: "k",
+			RequestID: "old0", Kind: accounts.KindSettle, AmountMicroUSD: 5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var batches []int
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	audit.Prune(pctx, p, audit.PruneOptions{Retention: retention, BatchSize: 5, Now: func() time.Time { return now },
+		AfterBatch: func(n int) {
+			batches = append(batches, n)
+			if n < 5 {
+				cancel() // the end of the first round
+			}
+		}})
+	if want := []int{5, 5, 5, 5, 4}; !reflect.DeepEqual(batches, want) {
+		t.Errorf("batches deleted %v, want %v", batches, want)
+	}
+	for _, r := range old {
+		checkNotFound(t, st, r.RequestID)
+	}
+	for _, r := range recent {
+		check(t, st, r)
+	}
+	if ls, ok := st.(interface {
+		Ledger(context.Context, string, int) ([]accounts.LedgerEntry, error)
+	}); ok {
+		if es, err := ls.Ledger(ctx, "acct_1", 0); err != nil || len(es) != 1 || es[0].RequestID != "old0" {
+			t.Errorf("ledger after pruning: %+v, %v; want the entry of old0 kept", es, err)
+		}
+	}
+	if n, err := p.PruneRecords(ctx, limit, 100); err != nil || n != 0 {
+		t.Errorf("pruning again: %d, %v; want 0", n, err)
+	}
+}
+
+// testPruneWhileWriting: pruning runs beside a writer without an error for either (no
+// SQLITE_BUSY, no deadlock) and never stalls it: after every batch deleted, the writer
+// commits another batch of new records before the next one is deleted.
+func testPruneWhileWriting(t *testing.T, st audit.Store) {
+	p, ok := st.(audit.Pruner)
+	if !ok {
+		t.Skip("the store does not prune")
+	}
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	const olds, batch = 120, 10
+	recs := make([]*audit.Record, olds)
+	for i := range recs {
+		recs[i] = aged(fmt.Sprintf("old%d", i), now.AddDate(0, -2, 0).Add(time.Duration(i)*time.Second))
+	}
+	write(t, st, recs...)
+
+	written := make(chan int, 1) // batches the writer committed so far (latest value)
+	stop := make(chan struct{})
+	werr := make(chan error, 1)
+	go func() {
+		defer close(werr)
+		for b := 0; ; b++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			rs := make([]*audit.Record, 20)
+			for i := range rs {
+				rs[i] = aged(fmt.Sprintf("w%d-%d", b, i), now)
+			}
+			if err := st.WriteRecords(ctx, rs); err != nil {
+				werr <- err
+				return
+			}
+			select {
+			case <-written:
+			default:
+			}
+			written <- b + 1
+		}
+	}()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	deleted, seen := 0, 0
+	audit.Prune(pctx, p, audit.PruneOptions{Retention: 30 * 24 * time.Hour, BatchSize: batch, Now: func() time.Time { return now },
+		AfterBatch: func(n int) {
+			deleted += n
+			if n < batch {
+				cancel()
+				return
+			}
+			// The writer gets in between two batches.
+			select {
+			case w := <-written:
+				for w <= seen {
+					w = <-written
+				}
+				seen = w
+			case err := <-werr:
+				t.Errorf("writer failed while pruning: %v", err)
+				cancel()
+			case <-time.After(30 * time.Second):
+				t.Error("the writer committed nothing between two pruned batches in 30 s: pruning stalls it")
+				cancel()
+			}
+		}})
+	close(stop)
+	if err := <-werr; err != nil {
+		t.Errorf("writer: %v", err)
+	}
+	if deleted != olds {
+		t.Errorf("pruned %d records, want %d", deleted, olds)
+	}
+	if seen < olds/batch {
+		t.Errorf("the writer committed %d batches during %d pruned batches", seen, olds/batch)
+	}
+	checkNotFound(t, st, "old0")
+	check(t, st, aged("w0-0", now))
 }
 
 // BenchmarkWriteRecords measures batched writes of two-attempt records into st, in batches of
