@@ -198,7 +198,7 @@
       kv('Key', keyOf(r) || '—'), kv('Status', String(r.status)), kv('Class', r.error_code || 'ok'), kv('Stream', r.stream ? 'yes' : 'no'),
       kv('Served by', a ? a.deployment : '—'), kv('Cost', fmtUSD(cost(r))), kv('Duration', fmtMS(r.duration_ms))));
     put(main, h('h2', {}, 'Attempts'), table([
-      { label: 'Job ID / Attempt', cell: (t) => h('span', { class: 'mono' }, `${r.request_id} / ${t.attempt}`) },
+      { label: 'Job ID / Attempt', cell: (t) => h('span', { class: 'job' }, h('span', { class: 'mono' }, r.request_id), ` / ${t.attempt}`) },
       { label: 'Deployment', cell: (t) => t.deployment },
       { label: 'Provider', cell: (t) => t.provider },
       { label: 'Upstream model', cell: (t) => t.upstream_model },
