@@ -236,3 +236,45 @@ func Meaningful(v gjson.Result) bool {
 	}
 	return v.Exists()
 }
+
+// CheckAnswer checks a provider's non-stream 200 body (valid JSON, depth already checked) before
+// it is passed through: it must be a JSON object with no top-level `error` member whose member
+// answer is an array, non-empty unless emptyOK (`choices` of a chat completion, `data` of an
+// embeddings list, `content` of a message), or a number when answer is `input_tokens` (a
+// count_tokens answer). Anything else — `{}`, an error object sent with status 200, a list
+// that answers nothing — is an upstream_error naming what was missing: the attempt fails over
+// before anything reached the caller, and no empty success is relayed (R-FAIL-2; "nothing
+// ends in an empty 200"). One pass over the top-level members; nothing is decoded.
+func CheckAnswer(body []byte, answer string, emptyOK bool) error {
+	root := gjson.Parse(View(body))
+	if !root.IsObject() {
+		return &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	}
+	var found gjson.Result
+	isError := false
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "error":
+			isError = v.Type != gjson.Null
+		case answer:
+			found = v
+		}
+		return !isError
+	})
+	ok := false
+	switch {
+	case isError:
+	case answer == "input_tokens":
+		ok = found.Type == gjson.Number
+	case found.IsArray():
+		ok = emptyOK || found.Get("#").Int() > 0
+	}
+	if ok {
+		return nil
+	}
+	msg := "the provider answered 200 without `" + answer + "`"
+	if isError {
+		msg = "the provider answered 200 with an error object"
+	}
+	return &failure.Error{Class: failure.UpstreamError, Msg: msg}
+}

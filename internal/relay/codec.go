@@ -113,6 +113,13 @@ func (embeddingsCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
 
 type countTokensCodec struct{ anthropicCodec }
 
+func (embeddingsCodec) RewriteResponse(dst, b []byte, m string) ([]byte, dialect.Usage, bool, error) {
+	return openai.RewriteEmbeddingsResponse(dst, b, m)
+}
+func (countTokensCodec) RewriteResponse(dst, b []byte, m string) ([]byte, dialect.Usage, bool, error) {
+	return anthropic.RewriteCountTokensResponse(dst, b, m)
+}
+
 func (countTokensCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
 	return anthropic.ParseCountTokensRequest(b)
 }

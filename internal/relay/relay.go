@@ -665,6 +665,13 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 				continue
 			}
 		case dialect.FrameSemantic, dialect.FrameDone:
+			if kind == dialect.FrameDone && !r.res.Committed {
+				// The stream's end before any output or finish (`data: [DONE]` alone, a bare
+				// message_stop): the provider answered nothing. It fails over like any failure
+				// before commit; an empty stream never reaches the caller as a success.
+				return rl.streamFailure(r, &failure.Error{Class: failure.UpstreamError, UpstreamStatus: call.Status,
+					Msg: "the provider ended the stream without any output"})
+			}
 			if !r.res.Committed {
 				call.Output() // the first-output deadline is met
 				ms := msSince(r.a.DispatchedAt, time.Now())

@@ -395,6 +395,61 @@ var scenarios = []scenario{
 			usageIs(t, res, 7, 5, audit.ProvenanceObserved)
 		},
 	},
+	// Nothing ends in an empty 200: a provider 200 that answers nothing fails over before commit.
+	{
+		name: "a stream of [DONE] alone fails over (OpenAI)",
+		deps: []dep{oa("a", sse(oaDone)), oa("b", sse(oaRole, oaText("Hi"), oaFinish, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			if res.Attempts[0].ErrorCode != string(failure.UpstreamError) || strings.Count(w.body.String(), "[DONE]") != 1 {
+				t.Fatalf("first attempt %+v; caller got:\n%s", res.Attempts[0], w.body.String())
+			}
+		},
+	},
+	{
+		name:    "a stream of a bare message_stop fails over (Anthropic)",
+		surface: catalog.Anthropic,
+		deps:    []dep{an("a", sse(anStart, anStop)), an("b", sse(anStart, anBlockStart, anText("Hi"), anBlockStop, anDelta("end_turn", 2), anStop))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			endsWith(t, w, anStop)
+		},
+	},
+	{
+		name: "a stream of [DONE] alone on the last route is a 502, not an empty stream",
+		deps: []dep{oa("a", sse(oaRole, oaDone))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			refused(t, res, w, failure.UpstreamError, 1)
+		},
+	},
+	{
+		name:      "a non-stream 200 with an error object fails over (OpenAI)",
+		nonStream: true,
+		deps:      []dep{oa("a", jsonBody(`{"error":{"message":"OK","type":"server_error"}}`)), oa("b", jsonBody(oaCompletion))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			served(t, res, w, "b", 2)
+			if res.Attempts[0].ErrorCode != string(failure.UpstreamError) || res.Attempts[0].CostUSD != 0 {
+				t.Fatalf("first attempt %+v", res.Attempts[0])
+			}
+		},
+	},
+	{
+		name:      "a non-stream 200 without choices is a 502 (OpenAI)",
+		nonStream: true,
+		deps:      []dep{oa("a", jsonBody(`{"id":"x","object":"chat.completion","choices":[]}`))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			refused(t, res, w, failure.UpstreamError, 1)
+		},
+	},
+	{
+		name:      "a non-stream 200 of {} is a 502 (Anthropic)",
+		nonStream: true,
+		surface:   catalog.Anthropic,
+		deps:      []dep{an("a", jsonBody(`{}`))},
+		check: func(t *testing.T, g *rig, res relay.Result, w *recorder, _ time.Duration) {
+			refused(t, res, w, failure.UpstreamError, 1)
+		},
+	},
 	// Saturating money: absurd reported usage saturates (relay.MaxUsageTokens), never wraps.
 	{
 		name: "absurd reported usage saturates",

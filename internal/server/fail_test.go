@@ -585,3 +585,38 @@ func TestAllFailedReturnsLastClass(t *testing.T) {
 		})
 	}
 }
+
+// TestEmpty200FailsOver: nothing ends in an empty 200 (R-FAIL-1, R-FAIL-2). A provider that
+// answers status 200 with a body that answers nothing (here an error object sent with 200)
+// fails over before commit, with both SDKs, streaming and not, and is never billed; on the
+// embeddings surface too.
+func TestEmpty200FailsOver(t *testing.T) {
+	t.Parallel()
+	for _, s := range surfaces {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%t", s.name, stream), func(t *testing.T) {
+				t.Parallel()
+				g := startTwo(t)
+				g.Fakes[s.primary].Script(fp.Behavior{Kind: fp.KindStatus, Status: http.StatusOK})
+				checkFailover(t, g, s, s.call(t.Context(), g, stream), "upstream_error")
+			})
+		}
+	}
+	t.Run("embeddings", func(t *testing.T) {
+		t.Parallel()
+		g := startGateway(t, embeddingsCatalog, oa("e1"), oa("e2"), an("an"))
+		g.Fakes["e1"].Script(fp.Behavior{Kind: fp.KindStatus, Status: http.StatusOK})
+		var raw *http.Response
+		oc := g.openaiClient()
+		res, err := oc.Embeddings.New(t.Context(), openai.EmbeddingNewParams{
+			Model: "text-embedding-3-small",
+			Input: openai.EmbeddingNewParamsInputUnion{OfString: openai.String("a")},
+		}, openaiopt.WithResponseInto(&raw))
+		if err != nil || len(res.Data) != 1 {
+			t.Fatalf("%v %+v", err, res)
+		}
+		if raw.Header.Get("x-switchyard-deployment") != "e2" || raw.Header.Get("x-switchyard-attempts") != "2" {
+			t.Fatalf("headers %v", raw.Header)
+		}
+	})
+}

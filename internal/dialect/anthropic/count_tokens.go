@@ -36,3 +36,19 @@ func ParseCountTokensRequest(body []byte) (dialect.RequestInfo, error) {
 	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
 	return info, nil
 }
+
+// RewriteCountTokensResponse is RewriteResponse for a count_tokens answer: it must be a JSON
+// object with a numeric `input_tokens` (else an upstream_error that fails over).
+func RewriteCountTokensResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+	var u dialect.Usage
+	if dialect.TooDeep(body) {
+		return dst, u, false, dialect.ResponseTooDeep()
+	}
+	if !gjson.ValidBytes(body) {
+		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	}
+	if err := dialect.CheckAnswer(body, "input_tokens", false); err != nil {
+		return dst, u, false, err
+	}
+	return rewriteChecked(dst, body, requestedModel)
+}

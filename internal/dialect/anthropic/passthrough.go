@@ -205,15 +205,27 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 
 // RewriteResponse checks a non-stream message body, appends it to dst with `model` echoed as
 // requestedModel, and returns the reported usage (ok=false when the body has none). A body that
-// is not a JSON object is an upstream_error (it fails over: nothing was sent yet).
+// is not a JSON object, or one without a `content` array (an `error` object, `{}`), is an
+// upstream_error: it fails over, nothing was sent yet, and a 200 that answers nothing never
+// reaches the caller as a success. An empty `content` array is a message (a model may stop at
+// once).
 func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
 	if dialect.TooDeep(body) {
 		return dst, u, false, dialect.ResponseTooDeep()
 	}
-	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() {
+	if !gjson.ValidBytes(body) {
 		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
 	}
+	if err := dialect.CheckAnswer(body, "content", true); err != nil {
+		return dst, u, false, err
+	}
+	return rewriteChecked(dst, body, requestedModel)
+}
+
+// rewriteChecked appends a checked answer body to dst with `model` echoed and reads its usage.
+func rewriteChecked(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+	var u dialect.Usage
 	ur := dialect.Get(body, "usage")
 	ok := ur.IsObject()
 	if ok {

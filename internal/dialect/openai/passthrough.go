@@ -265,14 +265,31 @@ func readUsage(u gjson.Result, out *dialect.Usage) {
 
 // RewriteResponse checks a non-stream chat.completion body, appends it to dst with `model`
 // echoed as requestedModel, and returns the reported usage (ok=false when the body has none).
-// A body that is not a JSON object is an upstream_error (it fails over: nothing was sent yet).
+// A body that is not a JSON object, or one without a non-empty `choices` array (an `error`
+// object, `{}`), is an upstream_error: it fails over, nothing was sent yet, and a 200 that
+// answers nothing never reaches the caller as a success.
 func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+	return rewriteAnswer(dst, body, requestedModel, "choices")
+}
+
+// RewriteEmbeddingsResponse is RewriteResponse for a POST /v1/embeddings answer: it must hold a
+// non-empty `data` array.
+func RewriteEmbeddingsResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+	return rewriteAnswer(dst, body, requestedModel, "data")
+}
+
+// rewriteAnswer checks that body is a JSON object whose member answer is a non-empty array and
+// has no top-level `error` member, then echoes the model and reads the usage.
+func rewriteAnswer(dst, body []byte, requestedModel, answer string) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
 	if dialect.TooDeep(body) {
 		return dst, u, false, dialect.ResponseTooDeep()
 	}
-	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() {
+	if !gjson.ValidBytes(body) {
 		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	}
+	if err := dialect.CheckAnswer(body, answer, false); err != nil {
+		return dst, u, false, err
 	}
 	ur := dialect.Get(body, "usage")
 	ok := ur.IsObject()
