@@ -12,57 +12,45 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/store/auditjson"
 )
 
 var _ audit.Store = (*DB)(nil)
 
-// A batch is written with a constant number of statements whatever its size: each column is
-// one array parameter, and unnest turns the arrays back into rows.
+// A batch is one statement whatever its size: each column is one array parameter, and unnest
+// turns the arrays back into rows; a record's attempts are its attempts_json (auditjson,
+// migration 0010).
 const (
 	upsertRequests = `INSERT INTO requests
-    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
-     admission_events)
-    SELECT rid, acct, model, sf, st, ec, stream, ca, dms, ev::jsonb
+    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms, admission_events, attempts_json)
+    SELECT rid, account, model, surface, status, ec, stream, created, duration, events::jsonb, attempts::jsonb
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-        $7::boolean[], $8::bigint[], $9::float8[], $10::text[])
-        AS t(rid, acct, model, sf, st, ec, stream, ca, dms, ev)
+        $7::boolean[], $8::bigint[], $9::float8[], $10::text[], $11::text[])
+        AS t(rid, account, model, surface, status, ec, stream, created, duration, events, attempts)
     ON CONFLICT (request_id) DO UPDATE SET
         account = EXCLUDED.account, model = EXCLUDED.model, surface = EXCLUDED.surface,
         status = EXCLUDED.status, error_code = EXCLUDED.error_code, stream = EXCLUDED.stream,
         created_at = EXCLUDED.created_at, duration_ms = EXCLUDED.duration_ms,
-        admission_events = EXCLUDED.admission_events`
-	deleteAttempts = `DELETE FROM attempts WHERE request_id = ANY($1::text[])`
-	insertAttempts = `INSERT INTO attempts
-    (request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
-     input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-     usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy, region)
-    SELECT rid, n, dep, prov, model, um, outcome, ec, ti, tc, tcw, tout, tr, up, rmax, cost, bs,
-        price::jsonb, da, hms, ftms, dp::jsonb, us, band, score, strat, region
-    FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-        $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[],
-        $14::text[], $15::float8[], $16::float8[], $17::text[], $18::text[], $19::bigint[],
-        $20::float8[], $21::float8[], $22::text[], $23::bigint[], $24::bigint[], $25::float8[],
-        $26::text[], $27::text[])
-        AS t(rid, n, dep, prov, model, um, outcome, ec, ti, tc, tcw, tout, tr, up, rmax, cost, bs,
-        price, da, hms, ftms, dp, us, band, score, strat, region)`
-	// One statement, so one snapshot: a concurrent replace is seen whole or not at all.
+        admission_events = EXCLUDED.admission_events, attempts_json = EXCLUDED.attempts_json`
+	// One statement, so one snapshot: a concurrent replace is seen whole or not at all. The
+	// attempts_v1 rows are those of a record written before migration 0010 (attempts_json
+	// NULL).
 	selectRecord = `SELECT r.account, r.model, r.surface, r.status, r.error_code, r.stream, r.created_at,
-        r.duration_ms, r.admission_events::text, a.attempt, a.deployment, a.provider, a.model, a.upstream_model, a.outcome,
+        r.duration_ms, r.admission_events::text, r.attempts_json::text, a.attempt, a.deployment, a.provider, a.model, a.upstream_model, a.outcome,
         a.error_code, a.input_tokens, a.cached_tokens, a.cache_write_tokens, a.output_tokens,
         a.reasoning_tokens, a.usage_provenance, a.reserved_max_usd, a.cost_usd, a.billing_source,
         a.price::text, a.dispatched_at, a.headers_ms, a.first_token_ms, a.dropped_params::text,
         a.upstream_status, a.band, a.score, a.strategy, a.region
-    FROM requests r LEFT JOIN attempts a ON a.request_id = r.request_id
+    FROM requests r LEFT JOIN attempts_v1 a ON a.request_id = r.request_id AND r.attempts_json IS NULL
     WHERE r.request_id = $1
     ORDER BY a.attempt`
 )
 
 // WriteRecords writes recs in one transaction: all of them or, on error, none. A record whose
 // request id is already stored replaces it, attempts included; when recs holds one id twice the
-// later record wins. Records with an empty RequestID are rejected. Rows are written in request
-// id order, so concurrent batches that share ids lock them in the same order and cannot
-// deadlock. It does not retain recs.
+// later record wins. Records with an empty RequestID, and records with two attempts of one
+// number, are rejected. Rows are written in request id order, so concurrent batches that
+// share ids lock them in the same order and cannot deadlock. It does not retain recs.
 func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -71,45 +59,43 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 		if r.RequestID == "" {
 			return fmt.Errorf("store: writing audit record %q: empty request id", r.RequestID)
 		}
+		if err := checkAttemptNumbers(r.Attempts); err != nil {
+			return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
+		}
 	}
 	recs = lastByID(recs)
 	var rq requestCols
-	var at attemptCols
 	rq.grow(len(recs))
-	at.grow(2 * len(recs))
+	var buf []byte
 	for _, r := range recs {
-		if err := rq.add(r); err != nil {
-			return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
-		}
-		for i := range r.Attempts {
-			if err := at.add(r.RequestID, &r.Attempts[i]); err != nil {
+		events := "[]"
+		if r.AdmissionEvents.Len() > 0 || r.AdmissionEvents.Omitted() > 0 {
+			b, err := json.Marshal(r.AdmissionEvents)
+			if err != nil {
 				return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
 			}
+			events = string(b)
 		}
+		buf = auditjson.Append(buf[:0], r.Attempts)
+		rq.add(r, events, string(buf))
 	}
-	tx, err := db.db.BeginTx(ctx, nil)
-	if err != nil {
+	// One statement is its own transaction.
+	if _, err := db.db.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
+		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events, rq.attempts); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
-		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events); err != nil {
-		return fmt.Errorf("store: writing audit records: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, deleteAttempts, rq.id); err != nil {
-		return fmt.Errorf("store: writing audit records: %w", err)
-	}
-	if len(at.id) > 0 {
-		if _, err := tx.ExecContext(ctx, insertAttempts, at.id, at.num, at.deployment, at.provider, at.model,
-			at.upstream, at.outcome, at.errorCode, at.input, at.cached, at.cacheWrite, at.output,
-			at.reasoning, at.provenance, at.reserved, at.cost, at.billing, at.price, at.dispatched,
-			at.headers, at.firstToken, at.dropped, at.upstreamStatus, at.band, at.score, at.strategy,
-			at.region); err != nil {
-			return fmt.Errorf("store: writing audit attempts: %w", err)
+	return nil
+}
+
+// checkAttemptNumbers rejects two attempts of one number (the primary key of the former
+// attempts table): a record is written whole or not at all.
+func checkAttemptNumbers(as []audit.Attempt) error {
+	for i := range as {
+		for j := range i {
+			if as[i].Attempt == as[j].Attempt {
+				return fmt.Errorf("two attempts numbered %d", as[i].Attempt)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	return nil
 }
@@ -131,11 +117,13 @@ func lastByID(recs []*audit.Record) []*audit.Record {
 
 // requestCols are the columns of requests, one array per column.
 type requestCols struct {
-	id, account, model, surface, errorCode, events []string
-	status                                         []int64
-	stream                                         []bool
-	created                                        []pgtype.Int8
-	duration                                       []float64
+	id, account, model, surface, errorCode []string
+	status                                 []int64
+	stream                                 []bool
+	created                                []pgtype.Int8
+	duration                               []float64
+	events                                 []string // admission events, JSON
+	attempts                               []string // auditjson
 }
 
 func (c *requestCols) grow(n int) {
@@ -143,18 +131,10 @@ func (c *requestCols) grow(n int) {
 	c.surface, c.errorCode, c.events = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	c.status, c.stream = make([]int64, 0, n), make([]bool, 0, n)
 	c.created, c.duration = make([]pgtype.Int8, 0, n), make([]float64, 0, n)
+	c.events, c.attempts = make([]string, 0, n), make([]string, 0, n)
 }
 
-func (c *requestCols) add(r *audit.Record) error {
-	events := "[]"
-	if r.AdmissionEvents.Len() > 0 || r.AdmissionEvents.Omitted() > 0 {
-		b, err := json.Marshal(r.AdmissionEvents)
-		if err != nil {
-			return err
-		}
-		events = string(b)
-	}
-	c.events = append(c.events, events)
+func (c *requestCols) add(r *audit.Record, events, attempts string) {
 	c.id = append(c.id, r.RequestID)
 	c.account = append(c.account, r.Account)
 	c.model = append(c.model, r.Model)
@@ -164,82 +144,8 @@ func (c *requestCols) add(r *audit.Record) error {
 	c.stream = append(c.stream, r.Stream)
 	c.created = append(c.created, nanos(r.CreatedAt))
 	c.duration = append(c.duration, r.DurationMS)
-	return nil
-}
-
-// attemptCols are the columns of attempts, one array per column.
-type attemptCols struct {
-	id, deployment, provider, model, upstream, outcome, errorCode, provenance, billing, dropped []string
-	strategy, region                                                                            []string
-	num, input, cached, cacheWrite, output, reasoning, upstreamStatus, band                     []int64
-	reserved, cost                                                                              []float64
-	price                                                                                       []pgtype.Text
-	dispatched                                                                                  []pgtype.Int8
-	headers, firstToken, score                                                                  []pgtype.Float8
-}
-
-func (c *attemptCols) grow(n int) {
-	for _, s := range []*[]string{&c.id, &c.deployment, &c.provider, &c.model, &c.upstream, &c.outcome,
-		&c.errorCode, &c.provenance, &c.billing, &c.dropped, &c.strategy, &c.region} {
-		*s = make([]string, 0, n)
-	}
-	for _, s := range []*[]int64{&c.num, &c.input, &c.cached, &c.cacheWrite, &c.output, &c.reasoning, &c.upstreamStatus, &c.band} {
-		*s = make([]int64, 0, n)
-	}
-	c.reserved, c.cost = make([]float64, 0, n), make([]float64, 0, n)
-	c.price, c.dispatched = make([]pgtype.Text, 0, n), make([]pgtype.Int8, 0, n)
-	c.headers, c.firstToken, c.score = make([]pgtype.Float8, 0, n), make([]pgtype.Float8, 0, n), make([]pgtype.Float8, 0, n)
-}
-
-func (c *attemptCols) add(id string, a *audit.Attempt) error {
-	var price pgtype.Text // NULL when unpriced
-	if a.Price != nil {
-		b, err := json.Marshal(a.Price)
-		if err != nil {
-			return err
-		}
-		price = pgtype.Text{String: string(b), Valid: true}
-	}
-	dropped := "[]"
-	if len(a.DroppedParams) > 0 {
-		b, err := json.Marshal(a.DroppedParams)
-		if err != nil {
-			return err
-		}
-		dropped = string(b)
-	}
-	c.id = append(c.id, id)
-	c.num = append(c.num, int64(a.Attempt))
-	c.deployment = append(c.deployment, a.Deployment)
-	c.provider = append(c.provider, a.Provider)
-	c.model = append(c.model, a.Model)
-	c.upstream = append(c.upstream, a.UpstreamModel)
-	c.outcome = append(c.outcome, a.Outcome)
-	c.errorCode = append(c.errorCode, a.ErrorCode)
-	c.input = append(c.input, a.Tokens.Input)
-	c.cached = append(c.cached, a.Tokens.Cached)
-	c.cacheWrite = append(c.cacheWrite, a.Tokens.CacheWrite)
-	c.output = append(c.output, a.Tokens.Output)
-	c.reasoning = append(c.reasoning, a.Tokens.Reasoning)
-	c.provenance = append(c.provenance, a.UsageProvenance)
-	c.reserved = append(c.reserved, a.ReservedMaxUSD)
-	c.cost = append(c.cost, a.CostUSD)
-	c.billing = append(c.billing, a.BillingSource)
-	c.price = append(c.price, price)
-	c.dispatched = append(c.dispatched, nanos(a.DispatchedAt))
-	c.headers = append(c.headers, nullFloat(a.HeadersMS))
-	c.firstToken = append(c.firstToken, nullFloat(a.FirstTokenMS))
-	c.dropped = append(c.dropped, dropped)
-	c.upstreamStatus = append(c.upstreamStatus, int64(a.UpstreamStatus))
-	c.band = append(c.band, int64(a.Band))
-	score := pgtype.Float8{} // NULL when the route had no metric
-	if a.Score.Valid {
-		score = pgtype.Float8{Float64: a.Score.Value, Valid: true}
-	}
-	c.score = append(c.score, score)
-	c.strategy = append(c.strategy, a.Strategy)
-	c.region = append(c.region, a.Region)
-	return nil
+	c.events = append(c.events, events)
+	c.attempts = append(c.attempts, attempts)
 }
 
 // Record returns the stored record for requestID, its attempts in order, or an error wrapping
@@ -258,13 +164,14 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			num, input, cached, cacheWrite, output, reason sql.NullInt64
 			dep, prov, model, upstream, outcome, errorCode sql.NullString
 			provenance, billing, price, dropped            sql.NullString
+			compact                                        sql.NullString
 			reserved, cost, headers, firstToken            sql.NullFloat64
 			dispatched, upstreamStatus, band               sql.NullInt64
 			events, strategy, region                       sql.NullString
 			score                                          sql.NullFloat64
 		)
 		if err := rows.Scan(&rec.Account, &rec.Model, &rec.Surface, &rec.Status, &rec.ErrorCode, &rec.Stream,
-			&created, &rec.DurationMS, &events, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
+			&created, &rec.DurationMS, &events, &compact, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
 			&cached, &cacheWrite, &output, &reason, &provenance, &reserved, &cost, &billing, &price,
 			&dispatched, &headers, &firstToken, &dropped, &upstreamStatus, &band, &score, &strategy,
 			&region); err != nil {
@@ -274,9 +181,12 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			rec.RequestID = requestID
 			rec.CreatedAt = fromNanos(created)
 			rec.Attempts = []audit.Attempt{}
-			if events.Valid {
-				if err := json.Unmarshal([]byte(events.String), &rec.AdmissionEvents); err != nil {
-					return nil, fmt.Errorf("store: audit record admission_events: %w", err)
+			if err := json.Unmarshal([]byte(events.String), &rec.AdmissionEvents); err != nil {
+				return nil, fmt.Errorf("store: audit record admission_events: %w", err)
+			}
+			if compact.Valid {
+				if rec.Attempts, err = auditjson.Parse([]byte(compact.String)); err != nil {
+					return nil, fmt.Errorf("store: reading audit record: %w", err)
 				}
 			}
 			r = &rec

@@ -4,57 +4,52 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"math/bits"
 	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/store/auditjson"
 )
 
 var _ audit.Store = (*DB)(nil)
 
 const (
+	// requestColumns are written by every batch; attempts_json is the compact form of the
+	// attempts (auditjson, migration 0010).
 	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
-     admission_events`
-	attemptColumns = `request_id, attempt, deployment, provider, model, upstream_model, outcome, error_code,
-     input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
-     usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
-     headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy, region`
-	requestParams = 10 // placeholders per requests row
-	attemptParams = 27 // placeholders per attempts row
+     admission_events, attempts_json`
+	requestParams = 11 // placeholders per requests row
+	// upsertSuffix replaces a stored record of the same id, attempts included: a later row of
+	// one statement replaces an earlier one with its id, so the last record of an id wins.
+	upsertSuffix = ` ON CONFLICT (request_id) DO UPDATE SET account = excluded.account, model = excluded.model,
+    surface = excluded.surface, status = excluded.status, error_code = excluded.error_code,
+    stream = excluded.stream, created_at = excluded.created_at, duration_ms = excluded.duration_ms,
+    admission_events = excluded.admission_events, attempts_json = excluded.attempts_json`
 
-	replaceRequest = `UPDATE requests SET
-    account = ?, model = ?, surface = ?, status = ?, error_code = ?, stream = ?, created_at = ?, duration_ms = ?,
-    admission_events = ?
-    WHERE request_id = ?`
-	deleteAttempts = `DELETE FROM attempts WHERE request_id = ?`
-	selectRequest  = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms,
-    admission_events FROM requests WHERE request_id = ?`
-	selectAttempts = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
+	selectRequest = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms,
+    admission_events, attempts_json FROM requests WHERE request_id = ?`
+	// selectAttemptsV1 reads the attempts of a record written before migration 0010.
+	selectAttemptsV1 = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
      usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
      headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy, region
-    FROM attempts WHERE request_id = ? ORDER BY attempt`
+    FROM attempts_v1 WHERE request_id = ? ORDER BY attempt`
 )
 
-// A batch is written with multi-row INSERTs of 1, 2, 4, ... 64 rows (rowLevels statements per
-// table, prepared once and reused by every batch): n rows take one statement per set bit of n
-// below 64, plus one per 64 rows. 64 attempts rows bind 1408 parameters, far below SQLite's
-// limit (32766). Such a statement journals the pages it changes, in memory (temp_store in
+// A batch is written with multi-row upserts of 1, 2, 4, ... 256 rows (rowLevels statements,
+// prepared once and reused by every batch): n rows take one statement per set bit of n below
+// 256, plus one per 256 rows. 256 rows bind 2816 parameters, far below SQLite's limit
+// (32766). Such a statement journals the pages it changes, in memory (temp_store in
 // dsnParams).
 const (
-	rowLevels     = 7 // statements for 1<<0 ... 1<<6 rows
-	maxChunkRows  = 1 << (rowLevels - 1)
-	tableRequests = 0
-	tableAttempts = 1
+	rowLevels    = 9 // statements for 1<<0 ... 1<<8 rows
+	maxChunkRows = 1 << (rowLevels - 1)
 )
 
-// auditStmts are the prepared multi-row INSERTs: [table][k] inserts 1<<k rows. The requests
-// statements skip (ON CONFLICT DO NOTHING) a row whose request id is already stored.
-type auditStmts [2][rowLevels]*sql.Stmt
+// auditStmts are the prepared multi-row upserts: [k] writes 1<<k rows.
+type auditStmts [rowLevels]*sql.Stmt
 
 // multiRowInsert returns an INSERT of rows rows of params placeholders each.
 func multiRowInsert(table, columns string, params, rows int, suffix string) string {
@@ -77,7 +72,7 @@ func multiRowInsert(table, columns string, params, rows int, suffix string) stri
 	return b.String()
 }
 
-// auditStatements returns the prepared INSERTs, preparing them on first use (an error is not
+// auditStatements returns the prepared upserts, preparing them on first use (an error is not
 // kept: the next call tries again). It must not be called inside a transaction: preparing
 // needs the writer connection.
 func (db *DB) auditStatements(ctx context.Context) (*auditStmts, error) {
@@ -89,13 +84,8 @@ func (db *DB) auditStatements(ctx context.Context) (*auditStmts, error) {
 	s := new(auditStmts)
 	for k := range rowLevels {
 		var err error
-		if s[tableRequests][k], err = db.db.PrepareContext(ctx, multiRowInsert("requests", requestColumns,
-			requestParams, 1<<k, " ON CONFLICT (request_id) DO NOTHING")); err != nil {
-			s.close()
-			return nil, err
-		}
-		if s[tableAttempts][k], err = db.db.PrepareContext(ctx, multiRowInsert("attempts", attemptColumns,
-			attemptParams, 1<<k, "")); err != nil {
+		if s[k], err = db.db.PrepareContext(ctx, multiRowInsert("requests", requestColumns,
+			requestParams, 1<<k, upsertSuffix)); err != nil {
 			s.close()
 			return nil, err
 		}
@@ -106,22 +96,20 @@ func (db *DB) auditStatements(ctx context.Context) (*auditStmts, error) {
 
 // close closes the statements prepared so far.
 func (s *auditStmts) close() {
-	for _, t := range s {
-		for _, st := range t {
-			if st != nil {
-				st.Close()
-			}
+	for _, st := range s {
+		if st != nil {
+			st.Close()
 		}
 	}
 }
 
 // WriteRecords writes recs in one transaction: all of them or, on error, none. A record whose
 // request id is already stored replaces it, attempts included; when recs holds one id twice the
-// later record wins. Records with an empty RequestID are rejected. It does not retain recs.
+// later record wins. Records with an empty RequestID, and records with two attempts of one
+// number, are rejected. It does not retain recs.
 //
-// Rows go in with multi-row INSERTs. A chunk of requests rows that inserts fewer rows than it
-// holds (an id already stored, or twice in the chunk) is then replaced one record at a time,
-// in order, which gives the same result as writing the records one by one.
+// Each record is one requests row, its attempts in attempts_json (auditjson), written by
+// multi-row upserts in chunks of 256, 128, ... 1 rows.
 func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -130,20 +118,27 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 		if r.RequestID == "" {
 			return fmt.Errorf("store: writing audit record %q: empty request id", r.RequestID)
 		}
+		if err := checkAttemptNumbers(r.Attempts); err != nil {
+			return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
+		}
 	}
 	stmts, err := db.auditStatements(ctx)
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
+	w := db.batchWriter(len(recs))
+	defer db.writers.Put(w)
 	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	defer tx.Rollback()
-	rows := min(maxChunkRows, 2*len(recs)) // most records have one or two attempts; append grows it
-	w := batchWriter{ctx: ctx, tx: tx, stmts: stmts, args: make([]any, 0, rows*attemptParams)}
-	if err := w.write(recs); err != nil {
-		return fmt.Errorf("store: writing audit records: %w", err)
+	for len(recs) > 0 {
+		k := chunkLevel(len(recs))
+		if err := w.exec(ctx, tx.StmtContext(ctx, stmts[k]), recs[:1<<k]); err != nil {
+			return fmt.Errorf("store: writing audit records: %w", err)
+		}
+		recs = recs[1<<k:]
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
@@ -151,150 +146,59 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	return nil
 }
 
-// batchWriter writes one batch inside tx.
-type batchWriter struct {
-	ctx     context.Context
-	tx      *sql.Tx
-	stmts   *auditStmts
-	txStmts auditStmts   // stmts bound to tx, made on first use
-	args    []any        // parameters of the statement being built
-	pending []attemptRef // attempts of inserted records, not yet written
-
-	// the last price encoded, and its JSON (prices repeat within a batch)
-	price     audit.PriceSnapshot
-	priceJSON any
+// checkAttemptNumbers rejects two attempts of one number (the primary key of the former
+// attempts table): a record is written whole or not at all.
+func checkAttemptNumbers(as []audit.Attempt) error {
+	for i := range as {
+		for j := range i {
+			if as[i].Attempt == as[j].Attempt {
+				return fmt.Errorf("two attempts numbered %d", as[i].Attempt)
+			}
+		}
+	}
+	return nil
 }
 
-// attemptRef is one attempts row: the attempt and its record's request id.
-type attemptRef struct {
-	requestID string
-	a         *audit.Attempt
+// batchWriter holds the buffers of one WriteRecords call, reused across calls (db.writers).
+type batchWriter struct {
+	args []any  // parameters of the statement being run
+	buf  []byte // the compact attempts of the chunk's records, back to back
+	ends []int  // record i's attempts are buf[ends[2i]:ends[2i+1]]
+}
+
+func (db *DB) batchWriter(n int) *batchWriter {
+	w, _ := db.writers.Get().(*batchWriter)
+	if w == nil {
+		w = &batchWriter{args: make([]any, 0, min(n, maxChunkRows)*requestParams)}
+	}
+	return w
 }
 
 // chunkLevel is k such that 1<<k rows is the largest chunk to write of n > 0 rows.
 func chunkLevel(n int) int { return min(bits.Len(uint(n))-1, rowLevels-1) }
 
-// exec runs the statement inserting 1<<k rows of table with w.args and returns the number of
-// rows it inserted.
-func (w *batchWriter) exec(table, k int) (int64, error) {
-	s := w.txStmts[table][k]
-	if s == nil {
-		s = w.tx.StmtContext(w.ctx, w.stmts[table][k])
-		w.txStmts[table][k] = s
+// exec runs st (the upsert of len(chunk) rows) for chunk.
+func (w *batchWriter) exec(ctx context.Context, st *sql.Stmt, chunk []*audit.Record) error {
+	w.buf, w.ends = w.buf[:0], w.ends[:0]
+	for _, r := range chunk {
+		start := len(w.buf)
+		w.buf = auditjson.Append(w.buf, r.Attempts)
+		w.ends = append(w.ends, start, len(w.buf))
 	}
-	res, err := s.ExecContext(w.ctx, w.args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// write writes recs in chunks of 64, 32, ... 1 requests rows, each followed by its records'
-// attempts (queued in w.pending, written before anything that could replace them).
-func (w *batchWriter) write(recs []*audit.Record) error {
-	for len(recs) > 0 {
-		k := chunkLevel(len(recs))
-		chunk := recs[:1<<k]
-		recs = recs[1<<k:]
-		w.args = w.args[:0]
-		for _, r := range chunk {
-			events, err := eventsText(r)
-			if err != nil {
-				return fmt.Errorf("record %q: %w", r.RequestID, err)
-			}
-			w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-				r.Stream, nanos(r.CreatedAt), r.DurationMS, events)
-		}
-		n, err := w.exec(tableRequests, k)
+	// One string for the chunk's attempts, sliced per record: one allocation per chunk.
+	all := string(w.buf)
+	w.args = w.args[:0]
+	for i, r := range chunk {
+		events, err := eventsText(r)
 		if err != nil {
-			return err
+			return fmt.Errorf("record %q: %w", r.RequestID, err)
 		}
-		if n == int64(len(chunk)) { // every id was new: the common case
-			for _, r := range chunk {
-				for i := range r.Attempts {
-					w.pending = append(w.pending, attemptRef{r.RequestID, &r.Attempts[i]})
-				}
-			}
-			continue
-		}
-		// Some ids were stored before, or appear twice in the chunk (the insert skipped those
-		// rows): replace each record in order, its attempts included.
-		if err := w.flushAttempts(); err != nil {
-			return err
-		}
-		for _, r := range chunk {
-			if err := w.replace(r); err != nil {
-				return fmt.Errorf("record %q: %w", r.RequestID, err)
-			}
-		}
+		w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
+			r.Stream, nanos(r.CreatedAt), r.DurationMS, events, all[w.ends[2*i]:w.ends[2*i+1]])
 	}
-	return w.flushAttempts()
-}
-
-// replace overwrites the stored request row of r and replaces its attempts with r's.
-func (w *batchWriter) replace(r *audit.Record) error {
-	events, err := eventsText(r)
-	if err != nil {
-		return err
-	}
-	if _, err := w.tx.ExecContext(w.ctx, replaceRequest, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-		r.Stream, nanos(r.CreatedAt), r.DurationMS, events, r.RequestID); err != nil {
-		return err
-	}
-	if _, err := w.tx.ExecContext(w.ctx, deleteAttempts, r.RequestID); err != nil {
-		return err
-	}
-	for i := range r.Attempts {
-		w.pending = append(w.pending, attemptRef{r.RequestID, &r.Attempts[i]})
-	}
-	return w.flushAttempts()
-}
-
-// flushAttempts inserts the pending attempts rows.
-func (w *batchWriter) flushAttempts() error {
-	p := w.pending
-	for len(p) > 0 {
-		k := chunkLevel(len(p))
-		w.args = w.args[:0]
-		for _, ref := range p[:1<<k] {
-			if err := w.appendAttempt(ref.requestID, ref.a); err != nil {
-				return fmt.Errorf("record %q: %w", ref.requestID, err)
-			}
-		}
-		if _, err := w.exec(tableAttempts, k); err != nil {
-			return err
-		}
-		p = p[1<<k:]
-	}
-	clear(w.pending)
-	w.pending = w.pending[:0]
-	return nil
-}
-
-// appendAttempt appends the parameters of one attempts row to w.args.
-func (w *batchWriter) appendAttempt(requestID string, a *audit.Attempt) error {
-	var price any // NULL when unpriced
-	if a.Price != nil {
-		var err error
-		if price, err = w.priceText(*a.Price); err != nil {
-			return err
-		}
-	}
-	var dropped any = "[]"
-	if len(a.DroppedParams) > 0 {
-		b, err := json.Marshal(a.DroppedParams)
-		if err != nil {
-			return err
-		}
-		dropped = string(b)
-	}
-	w.args = append(w.args, requestID, a.Attempt, a.Deployment, a.Provider, a.Model,
-		a.UpstreamModel, a.Outcome, a.ErrorCode,
-		a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning,
-		a.UsageProvenance, a.ReservedMaxUSD, a.CostUSD, a.BillingSource, price, nanos(a.DispatchedAt),
-		nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), dropped, a.UpstreamStatus,
-		a.Band, nullScore(a.Score), a.Strategy, a.Region)
-	return nil
+	_, err := st.ExecContext(ctx, w.args...)
+	clear(w.args)
+	return err
 }
 
 // eventsText is r's admission events as stored: their JSON array ("[]" when none).
@@ -309,29 +213,6 @@ func eventsText(r *audit.Record) (any, error) {
 	return string(b), nil
 }
 
-// nullScore is s, or NULL when the route had no metric.
-func nullScore(s audit.Score) any {
-	if !s.Valid {
-		return nil
-	}
-	return s.Value
-}
-
-// priceText returns p as stored: its JSON, as a string. The last one is kept, compared bit for
-// bit (-0 and 0 encode differently).
-func (w *batchWriter) priceText(p audit.PriceSnapshot) (any, error) {
-	if w.priceJSON != nil && math.Float64bits(p.InputPerMTokUSD) == math.Float64bits(w.price.InputPerMTokUSD) &&
-		math.Float64bits(p.OutputPerMTokUSD) == math.Float64bits(w.price.OutputPerMTokUSD) {
-		return w.priceJSON, nil
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	w.price, w.priceJSON = p, string(b)
-	return w.priceJSON, nil
-}
-
 // Record returns the stored record for requestID, its attempts in order, or audit.ErrNotFound.
 func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, error) {
 	// One read transaction: a consistent snapshot of the request and its attempts.
@@ -340,26 +221,55 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 		return nil, fmt.Errorf("store: reading audit record: %w", err)
 	}
 	defer tx.Rollback()
-	r := &audit.Record{RequestID: requestID, Attempts: []audit.Attempt{}}
+	r := &audit.Record{RequestID: requestID}
 	var created sql.NullInt64
-	var events string
-	err = tx.QueryRowContext(ctx, selectRequest, requestID).Scan(&r.Account, &r.Model, &r.Surface, &r.Status,
-		&r.ErrorCode, &r.Stream, &created, &r.DurationMS, &events)
-	if errors.Is(err, sql.ErrNoRows) {
+	var compact sql.RawBytes
+	rows, err := tx.QueryContext(ctx, selectRequest, requestID)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading audit record: %w", err)
+	}
+	if !rows.Next() {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: reading audit record: %w", err)
+		}
 		return nil, audit.ErrNotFound
 	}
+	var hasCompact bool
+	var events string
+	if err = rows.Scan(&r.Account, &r.Model, &r.Surface, &r.Status, &r.ErrorCode, &r.Stream, &created,
+		&r.DurationMS, &events, &compact); err == nil {
+		hasCompact = compact != nil
+		if hasCompact {
+			r.Attempts, err = auditjson.Parse(compact)
+		}
+		if err == nil {
+			if err = json.Unmarshal([]byte(events), &r.AdmissionEvents); err != nil {
+				err = fmt.Errorf("admission_events: %w", err)
+			}
+		}
+	}
+	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit record: %w", err)
 	}
 	r.CreatedAt = fromNanos(created)
-	if err := json.Unmarshal([]byte(events), &r.AdmissionEvents); err != nil {
-		return nil, fmt.Errorf("store: audit record admission_events: %w", err)
+	if !hasCompact {
+		if r.Attempts, err = attemptsV1(ctx, tx, requestID); err != nil {
+			return nil, err
+		}
 	}
-	rows, err := tx.QueryContext(ctx, selectAttempts, requestID)
+	return r, nil
+}
+
+// attemptsV1 reads the attempts of a record written before migration 0010, from attempts_v1.
+func attemptsV1(ctx context.Context, tx *sql.Tx, requestID string) ([]audit.Attempt, error) {
+	rows, err := tx.QueryContext(ctx, selectAttemptsV1, requestID)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading audit attempts: %w", err)
 	}
 	defer rows.Close()
+	out := []audit.Attempt{}
 	for rows.Next() {
 		var (
 			a                   audit.Attempt
@@ -398,12 +308,12 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 		if firstToken.Valid {
 			a.FirstTokenMS = &firstToken.Float64
 		}
-		r.Attempts = append(r.Attempts, a)
+		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: reading audit attempts: %w", err)
 	}
-	return r, nil
+	return out, nil
 }
 
 // nanos is t in Unix nanoseconds, or NULL for the zero time.

@@ -2,14 +2,17 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/store/migrate"
 	"github.com/switchyard-gw/switchyard/internal/store/storetest"
 )
 
@@ -43,6 +46,8 @@ func TestWriteRecordsChunks(t *testing.T) {
 		{"65, in the 64-row and the 1-row chunks", 0, append(ids(0, 64), "id63")},
 		{"96, two in the 64-row and the 32-row chunks", 0, append(ids(0, 64), append([]string{"id0", "id5"}, ids(64, 94)...)...)},
 		{"72, stored, then twice in the 8-row chunk", 1, append(ids(0, 70), "id0", "id0")},
+		{"257 new", 0, ids(0, 257)},
+		{"300, twice in the 256-row chunk and in the 32-row one", 10, append(append(ids(0, 255), "id7"), append(ids(255, 285), "id300", "id300", "id9")...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +119,7 @@ func TestWriteRecordsReusesStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := db.auditStmts
-	if first == nil || first[tableRequests][0] == nil || first[tableAttempts][rowLevels-1] == nil {
+	if first == nil || first[0] == nil || first[rowLevels-1] == nil {
 		t.Fatalf("statements not prepared: %v", first)
 	}
 	if err := db.WriteRecords(ctx, []*audit.Record{storetest.FullRecord("b")}); err != nil {
@@ -184,4 +189,132 @@ func BenchmarkWriteRecordsIDs(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/record")
 		})
 	}
+}
+
+// TestCompactMigrationKeepsOldRecords (migration 0010): records written by a binary before
+// the compact form read back unchanged after the upgrade, beside new ones; the attempts view
+// has the former table's columns and values over both kinds; a record replaced after the
+// upgrade shows only its new attempts; deleting a record deletes its former attempts rows.
+func TestCompactMigrationKeepsOldRecords(t *testing.T) {
+	url := fileURL(t)
+	path, _ := parseURL(url)
+	ctx := context.Background()
+	ms, err := migrate.Load(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before []migrate.Migration
+	for _, m := range ms {
+		if m.Name == "audit_compact" {
+			break
+		}
+		before = append(before, m)
+	}
+	old, err := sql.Open("sqlite", dsn(path, busyTimeout, dsnParams+writerParams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate.Apply(ctx, old, before, migrate.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// The former writer's rows, as its statements wrote them.
+	for _, id := range []string{"old", "old2"} {
+		r := storetest.FullRecord(id)
+		if _, err := old.ExecContext(ctx, `INSERT INTO requests (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms, admission_events)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode, r.Stream,
+			r.CreatedAt.UnixNano(), r.DurationMS, mustJSON(r.AdmissionEvents)); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range r.Attempts {
+			var price any
+			if a.Price != nil {
+				b, _ := json.Marshal(a.Price)
+				price = string(b)
+			}
+			dropped, _ := json.Marshal(a.DroppedParams)
+			if _, err := old.ExecContext(ctx, `INSERT INTO attempts (request_id, attempt, deployment, provider, model, upstream_model,
+				outcome, error_code, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+				usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at, headers_ms, first_token_ms,
+				dropped_params, upstream_status, band, score, strategy, region) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				r.RequestID, a.Attempt, a.Deployment, a.Provider, a.Model, a.UpstreamModel, a.Outcome, a.ErrorCode,
+				a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning,
+				a.UsageProvenance, a.ReservedMaxUSD, a.CostUSD, a.BillingSource, price, nanos(a.DispatchedAt),
+				nullFloat(a.HeadersMS), nullFloat(a.FirstTokenMS), string(dropped), a.UpstreamStatus,
+				a.Band, scoreArg(a.Score), a.Strategy, a.Region); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	old.Close()
+
+	db := open(t, url)
+	for _, id := range []string{"old", "old2"} {
+		if got, err := db.Record(ctx, id); err != nil || !reflect.DeepEqual(got, storetest.FullRecord(id)) {
+			t.Errorf("record %s after the upgrade: %+v, %v", id, got, err)
+		}
+	}
+	if err := db.WriteRecords(ctx, []*audit.Record{storetest.FullRecord("new")}); err != nil {
+		t.Fatal(err)
+	}
+	view := func(id string) (rows []string) {
+		t.Helper()
+		q, err := db.rdb.QueryContext(ctx, `SELECT attempt, deployment, outcome, error_code, input_tokens, output_tokens, usage_provenance,
+			reserved_max_usd, cost_usd, billing_source, price, dispatched_at, headers_ms, first_token_ms, dropped_params, upstream_status,
+			typeof(price), typeof(headers_ms), band, score, strategy, region FROM attempts WHERE request_id = ? ORDER BY attempt`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		for q.Next() {
+			var v [22]any
+			ptrs := make([]any, len(v))
+			for i := range v {
+				ptrs[i] = &v[i]
+			}
+			if err := q.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, fmt.Sprint(v))
+		}
+		return rows
+	}
+	oldRows, newRows := view("old"), view("new")
+	if len(oldRows) != 2 || !reflect.DeepEqual(oldRows, newRows) {
+		t.Errorf("attempts view:\nformer %v\ncompact %v", oldRows, newRows)
+	}
+	replaced := storetest.FullRecord("old")
+	replaced.Attempts = replaced.Attempts[1:]
+	if err := db.WriteRecords(ctx, []*audit.Record{replaced}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Record(ctx, "old"); err != nil || !reflect.DeepEqual(got, replaced) {
+		t.Errorf("replaced former record: %+v, %v", got, err)
+	}
+	if rows := view("old"); len(rows) != 1 || rows[0] != newRows[1] {
+		t.Errorf("attempts view of the replaced record: %v", rows)
+	}
+	if _, err := db.db.ExecContext(ctx, "DELETE FROM requests WHERE request_id = 'old2'"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := db.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM attempts_v1 WHERE request_id = 'old2'").Scan(&left); err != nil || left != 0 {
+		t.Errorf("attempts_v1 rows of a deleted record: %d, %v", left, err)
+	}
+}
+
+// mustJSON is v's JSON text.
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// scoreArg is s as a parameter: NULL when not Valid.
+func scoreArg(s audit.Score) any {
+	if !s.Valid {
+		return nil
+	}
+	return s.Value
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -218,4 +219,40 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// TestCheckpointsKeepTheWALSmall: with the writer's own checkpoints off, the checkpointer's
+// PASSIVE checkpoints let the WAL restart from its beginning: writing many times its size
+// leaves it at the size of a few batches, and every record is readable.
+func TestCheckpointsKeepTheWALSmall(t *testing.T) {
+	db := open(t, fileURL(t))
+	ctx := context.Background()
+	const batches, perBatch = 60, 100
+	for b := range batches {
+		recs := make([]*audit.Record, perBatch)
+		for i := range recs {
+			recs[i] = storetest.FullRecord(fmt.Sprintf("req_%03d_%03d", b, i))
+		}
+		if err := db.WriteRecords(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(db.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	main, err := os.Stat(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6000 records are about 3 MB in the database file; a batch is about 50 KB of WAL frames.
+	if fi.Size() > main.Size()/4 {
+		t.Errorf("WAL is %d bytes beside a database of %d: checkpoints do not let it restart", fi.Size(), main.Size())
+	}
+	if _, err := db.Record(ctx, "req_059_099"); err != nil {
+		t.Error(err)
+	}
 }

@@ -77,6 +77,7 @@ type DB struct {
 
 	auditMu    sync.Mutex
 	auditStmts *auditStmts // prepared on the first WriteRecords; closed by Close
+	writers    sync.Pool   // *batchWriter: the buffers of WriteRecords
 
 	stopCheckpoints context.CancelFunc // nil for :memory:
 	checkpointsDone chan struct{}
