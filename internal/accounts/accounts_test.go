@@ -295,3 +295,51 @@ func (f *fakeStore) ActiveConnections(context.Context) ([]accounts.Connection, e
 	defer f.mu.Unlock()
 	return append([]accounts.Connection(nil), f.conns...), nil
 }
+
+// TestWriterHoldPending: while a reader holds Pending (a reload between its read of the stored
+// balance and its read of Pending), a settle whose batch commits stays counted, so that the
+// reload subtracts it at least once (R-BILL-1: a reloaded prepaid balance is never high by the
+// settles written during the read); at the release it is no longer pending. A second release
+// changes nothing.
+func TestWriterHoldPending(t *testing.T) {
+	st := &fakeStore{}
+	w := accounts.NewWriter(st, accounts.WriterOptions{FlushInterval: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+
+	release := w.HoldPending()
+	w.Append(accounts.LedgerEntry{AccountID: "a1", RequestID: "r1", Kind: accounts.KindSettle, AmountMicroUSD: 7})
+	if err := w.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	n := len(st.written)
+	st.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("written %d, want 1", n)
+	}
+	if p := w.Pending("a1"); p != 7 {
+		t.Fatalf("Pending during the hold = %d, want 7 (a settle written during the hold stays counted)", p)
+	}
+	inner := w.HoldPending() // holds nest: the last release ends them
+	release()
+	release()
+	if p := w.Pending("a1"); p != 7 {
+		t.Fatalf("Pending with a hold left = %d, want 7", p)
+	}
+	inner()
+	if p := w.Pending("a1"); p != 0 {
+		t.Fatalf("Pending after the release = %d, want 0", p)
+	}
+	w.Append(accounts.LedgerEntry{AccountID: "a1", RequestID: "r2", Kind: accounts.KindSettle, AmountMicroUSD: 3})
+	if err := w.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Pending("a1"); p != 0 {
+		t.Fatalf("Pending without a hold after a write = %d, want 0", p)
+	}
+}

@@ -55,6 +55,7 @@ type Cache struct {
 	extra    func(accountID string) []admission.Layer
 	interval time.Duration
 	pending  func(accountID string) int64
+	hold     func() (release func())
 	balances func(accountID string, balanceMicroUSD int64)
 	logf     func(string, ...any)
 	onChange func(context.Context, Change)
@@ -77,6 +78,11 @@ type CacheOptions struct {
 	// Pending returns the settle costs of an account queued and not yet in the store (the
 	// Writer's Pending), subtracted from the stored balance on reload; nil is none.
 	Pending func(accountID string) int64
+	// HoldPending, when set, keeps Pending's settles counted until the returned release is
+	// called (the Writer's HoldPending): a reload holds from before its read of the stored
+	// balances until after its read of Pending, so that a settle committed meanwhile is never
+	// missed by both (R-BILL-1); nil holds nothing.
+	HoldPending func() (release func())
 	// Logf logs failed reloads (the store's error only); nil discards.
 	Logf func(format string, args ...any)
 	// Balances receives each account's balance (the stored balance minus the settles still
@@ -104,6 +110,9 @@ func NewCache(st Store, o CacheOptions) *Cache {
 	if o.Pending == nil {
 		o.Pending = func(string) int64 { return 0 }
 	}
+	if o.HoldPending == nil {
+		o.HoldPending = func() func() { return func() {} }
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -114,7 +123,7 @@ func NewCache(st Store, o CacheOptions) *Cache {
 		o.AccountLayers = func(string) []admission.Layer { return nil }
 	}
 	return &Cache{
-		st: st, extra: o.AccountLayers, interval: o.ReloadInterval, pending: o.Pending, logf: o.Logf,
+		st: st, extra: o.AccountLayers, interval: o.ReloadInterval, pending: o.Pending, hold: o.HoldPending, logf: o.Logf,
 		onChange: o.OnChange, balances: o.Balances,
 		keys:    make(map[[sha256.Size]byte]*keyEntry),
 		byID:    make(map[string][sha256.Size]byte),
@@ -248,14 +257,17 @@ func (c *Cache) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("accounts: reloading keys: %w", err)
 	}
+	release := c.hold() // from before the balances are read until Pending is (HoldPending)
 	accts, err := c.st.Accounts(ctx)
 	if err != nil {
+		release()
 		return fmt.Errorf("accounts: reloading accounts: %w", err)
 	}
 	pending := make([]int64, len(accts))
 	for i := range accts {
 		pending[i] = c.pending(accts[i].ID)
 	}
+	release()
 	wss, err := c.loadWorkspaces(ctx, keys)
 	if err != nil {
 		return err

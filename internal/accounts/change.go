@@ -196,6 +196,8 @@ func (c *Cache) applyChange(ctx context.Context, ch Change) error {
 		}
 		c.PutKey(k)
 	case ChangeAccount:
+		release := c.hold() // the stored balance, then Pending (RefreshAccount): HoldPending
+		defer release()
 		a, err := c.st.Account(ctx, ch.ID)
 		if errors.Is(err, ErrNotFound) {
 			return nil

@@ -84,6 +84,10 @@ type Writer struct {
 	enqueued uint64           // sequence number of the last entry queued
 	done     uint64           // every entry numbered <= done is written or lost
 	progress chan struct{}    // closed and replaced when done advances
+	// holds counts HoldPending calls not yet released; while it is above 0 the settles of the
+	// batches committed stay in pending (deferred lists them) until the last release.
+	holds    int
+	deferred []LedgerEntry
 
 	batch   []LedgerEntry // owned by Run
 	lastLog time.Time     // owned by Run
@@ -202,6 +206,39 @@ func (w *Writer) Pending(accountID string) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.pending[accountID]
+}
+
+// HoldPending keeps every settle counted by Pending until release is called, even when its
+// batch is committed meanwhile. A reader that reads an account's stored balance and then
+// subtracts Pending (Cache.Reload) holds across both reads: a settle committed between them is
+// then subtracted twice (a balance briefly low, corrected by the next reload) and never not at
+// all (a balance high by the settles committed during the read: an overspend of a prepaid
+// account, R-BILL-1). release is idempotent.
+func (w *Writer) HoldPending() (release func()) {
+	w.mu.Lock()
+	w.holds++
+	w.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			if w.holds--; w.holds == 0 {
+				for i := range w.deferred {
+					w.unpendLocked(&w.deferred[i])
+				}
+				clear(w.deferred)
+				w.deferred = w.deferred[:0]
+			}
+			w.mu.Unlock()
+		})
+	}
+}
+
+// unpendLocked removes a written settle from pending. w.mu must be held.
+func (w *Writer) unpendLocked(e *LedgerEntry) {
+	if w.pending[e.AccountID] -= e.AmountMicroUSD; w.pending[e.AccountID] == 0 {
+		delete(w.pending, e.AccountID)
+	}
 }
 
 // Dropped returns how many entries will never be written: offered to a full queue (a reserve
@@ -325,8 +362,10 @@ func (w *Writer) writeBatch(ctx context.Context) (bool, error) {
 	w.queuedAt = w.queuedAt[:rest]
 	for i := range w.batch {
 		if e := &w.batch[i]; e.Kind == KindSettle {
-			if w.pending[e.AccountID] -= e.AmountMicroUSD; w.pending[e.AccountID] == 0 {
-				delete(w.pending, e.AccountID)
+			if w.holds > 0 {
+				w.deferred = append(w.deferred, *e)
+			} else {
+				w.unpendLocked(e)
 			}
 		}
 	}

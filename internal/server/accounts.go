@@ -47,7 +47,7 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 			Audit: s.auditEnd, Logf: s.logf, Count: func(mark string) { s.metrics.reconciled.WithLabelValues(mark).Inc() }})
 	}
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
-		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, Logf: s.logf,
+		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, HoldPending: s.ledger.HoldPending, Logf: s.logf,
 		AccountLayers: func(id string) []admission.Layer {
 			if live := s.live.Load(); live != nil {
 				return live.acctLayers[id]
