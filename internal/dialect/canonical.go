@@ -46,6 +46,11 @@ type Part struct {
 	ToolCallID string
 	ToolName   string
 	Arguments  string
+	// ArgumentsParam is where the caller sent Arguments, in the caller's dialect
+	// ("messages[1].tool_calls[0].function.arguments", "input[2].arguments"): an encoder that
+	// refuses the arguments (an Anthropic tool_use needs a JSON object nested at most MaxDepth
+	// levels) names it. Empty when the part did not come from a caller's request.
+	ArgumentsParam string
 	// IsError marks a failed tool result; Content is the result's text and image parts.
 	IsError bool
 	Content []Part

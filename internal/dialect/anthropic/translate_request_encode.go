@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
@@ -292,6 +293,21 @@ func appendMessages(b []byte, msgs []dialect.Message) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// checkArguments refuses tool call arguments an Anthropic tool_use cannot carry as its input:
+// JSON nested deeper than dialect.MaxDepth (named as such), or anything but a JSON object. The
+// error names the caller's own path of the arguments (Part.ArgumentsParam) when the decoder set
+// it, else the canonical path of the part.
+func checkArguments(args, callerParam, param string) error {
+	where := cmp.Or(callerParam, param)
+	if dialect.TooDeepString(args) {
+		return invalid(where, "the tool call arguments are "+dialect.DepthLimit+" of arrays and objects")
+	}
+	if !dialect.ValidString(args) || args[0] != '{' {
+		return invalid(where, "tool call arguments must be a JSON object")
+	}
+	return nil
+}
+
 func appendPart(b []byte, p *dialect.Part, param string) ([]byte, error) {
 	switch p.Type {
 	case dialect.PartText, dialect.PartRefusal:
@@ -307,8 +323,8 @@ func appendPart(b []byte, p *dialect.Part, param string) ([]byte, error) {
 		if args == "" {
 			args = "{}"
 		}
-		if !dialect.ValidString(args) || args[0] != '{' {
-			return b, invalid("messages", "tool call arguments must be a JSON object ("+param+")")
+		if err := checkArguments(args, p.ArgumentsParam, param); err != nil {
+			return b, err
 		}
 		b = append(b, `{"type":"tool_use","id":`...)
 		b = appendToolID(b, p.ToolCallID)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -242,8 +243,11 @@ func TestAppendRequestRefuses(t *testing.T) {
 		req   dialect.Request
 		param string
 	}{
-		{"invalid arguments", dialect.Request{Messages: []dialect.Message{call(`{"a":`)}}, "messages"},
-		{"array arguments", dialect.Request{Messages: []dialect.Message{call(`[1]`)}}, "messages"},
+		{"invalid arguments", dialect.Request{Messages: []dialect.Message{call(`{"a":`)}}, "messages.0.content.0"},
+		{"array arguments", dialect.Request{Messages: []dialect.Message{call(`[1]`)}}, "messages.0.content.0"},
+		{"arguments nested too deep, named where the caller sent them", dialect.Request{Messages: []dialect.Message{{Role: dialect.RoleAssistant,
+			Parts: []dialect.Part{{Type: dialect.PartToolCall, ToolCallID: "c", ToolName: "f", ArgumentsParam: "messages[3].tool_calls[0].function.arguments",
+				Arguments: strings.Repeat(`{"a":`, 129) + "1" + strings.Repeat("}", 129)}}}}}, "messages[3].tool_calls[0].function.arguments"},
 		{"bmp image", dialect.Request{Messages: []dialect.Message{img(dialect.Part{Type: dialect.PartImage, ImageURL: "data:image/bmp;base64,AA"})}}, "messages.0.content.0"},
 		{"ftp image", dialect.Request{Messages: []dialect.Message{img(dialect.Part{Type: dialect.PartImage, ImageURL: "ftp://x"})}}, "messages.0.content.0"},
 		{"non-pdf document", dialect.Request{Messages: []dialect.Message{img(dialect.Part{Type: dialect.PartDocument, MediaType: "text/csv", Data: "AA"})}}, "messages.0.content.0"},

@@ -219,7 +219,7 @@ func decodeMessages(v gjson.Result, r *dialect.Request) error {
 				}
 				legacyCall = "call_legacy_" + strconv.Itoa(i)
 				msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartToolCall, ToolCallID: legacyCall,
-					ToolName: fc.Get("name").Str, Arguments: argsOrEmpty(fc.Get("arguments").Str)})
+					ToolName: fc.Get("name").Str, Arguments: argsOrEmpty(fc.Get("arguments").Str), ArgumentsParam: p + ".function_call.arguments"})
 			}
 			if err == nil && len(msg.Parts) > 0 {
 				r.Messages = append(r.Messages, msg)
@@ -435,7 +435,8 @@ func decodeAssistant(m gjson.Result, p string, r *dialect.Request) (dialect.Mess
 			err = failure.Invalid(pp+".function.arguments", "arguments must be a JSON string")
 			return false
 		}
-		msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartToolCall, ToolCallID: id.Str, ToolName: name.Str, Arguments: argsOrEmpty(args.Str)})
+		msg.Parts = append(msg.Parts, dialect.Part{Type: dialect.PartToolCall, ToolCallID: id.Str, ToolName: name.Str, Arguments: argsOrEmpty(args.Str),
+			ArgumentsParam: pp + ".function.arguments"})
 		return true
 	})
 	return msg, err

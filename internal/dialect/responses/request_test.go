@@ -3,6 +3,7 @@ package responses_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
@@ -100,7 +101,7 @@ func TestDecodeRequest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeRequest: %v", err)
 			}
-			if !reflect.DeepEqual(*got, c.want) {
+			if !reflect.DeepEqual(withoutArgumentsParam(*got), c.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, c.want)
 			}
 		})
@@ -214,4 +215,18 @@ func TestParseRequestDuplicateKeys(t *testing.T) {
 			t.Errorf("%s accepted", body)
 		}
 	}
+}
+
+// withoutArgumentsParam is r with the caller paths of its tool call arguments cleared: they
+// depend on where a decoder found the call, which the decode tables and round trips do not
+// compare (TestArgumentsParam does).
+func withoutArgumentsParam(r dialect.Request) dialect.Request {
+	r.Messages = slices.Clone(r.Messages)
+	for i := range r.Messages {
+		r.Messages[i].Parts = slices.Clone(r.Messages[i].Parts)
+		for j := range r.Messages[i].Parts {
+			r.Messages[i].Parts[j].ArgumentsParam = ""
+		}
+	}
+	return r
 }
