@@ -29,6 +29,19 @@ type Error struct {
 	UpstreamStatus int
 	// Cause is the underlying error, for logs. Never shown to callers.
 	Cause error
+	// Status, when non-zero, is the HTTP status of the answer instead of the class's: the
+	// invalid_request refusals whose HTTP meaning is more exact than 400 (415 for a request body
+	// with a Content-Encoding, 405 for a method a path does not serve). It never changes how the
+	// failure is routed or billed: that is the class's.
+	Status int
+}
+
+// HTTPStatus is the status a caller receives for e: Status when set, else Class.Status().
+func (e *Error) HTTPStatus() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	return e.Class.Status()
 }
 
 // Error implements error. It includes the class and message, not the cause's provider text.

@@ -108,7 +108,7 @@ func (req *Request) writeError(w http.ResponseWriter, fe *failure.Error, res *Re
 func WriteErrorDebug(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, debug []byte) {
 	h := w.Header()
 	writeErrorHeaders(h, fe, attempts)
-	status := fe.Class.Status()
+	status := fe.HTTPStatus()
 	if status == failure.StatusClientClosedRequest {
 		return
 	}

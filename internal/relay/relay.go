@@ -888,7 +888,7 @@ func costUSD(u dialect.Usage, p *audit.PriceSnapshot) float64 {
 // x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
 func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, buf []byte) {
 	writeErrorHeaders(w.Header(), fe, attempts)
-	status := fe.Class.Status()
+	status := fe.HTTPStatus()
 	if status == failure.StatusClientClosedRequest {
 		return // nobody to answer
 	}

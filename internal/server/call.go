@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -68,7 +69,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		} else {
 			relay.WriteError(w, codec, rid, fe, 0, nil)
 		}
-		rec.Status, rec.ErrorCode = fe.Class.Status(), string(fe.Class)
+		rec.Status, rec.ErrorCode = fe.HTTPStatus(), string(fe.Class)
 		ob.refused = fe.LimitKind
 		s.finish(rec, start, ob)
 	}
@@ -193,6 +194,29 @@ func bill(res *billing.Reservation, out *relay.Result, reserveMicroUSD int64) {
 	})
 }
 
+// errContentEncoding refuses a request body sent with a Content-Encoding (gzip, br, ...): 415
+// invalid_request in the caller's dialect, nothing read or sent upstream (docs/behaviour.md
+// "Request limits"). The official SDKs never compress request bodies: a decompressor and its
+// own size cap on the request path would serve no client that needs them, and a compressed body
+// must not be read as JSON that is "not valid UTF-8". Shared: nothing mutates it.
+var errContentEncoding = &failure.Error{Class: failure.InvalidRequest, Status: http.StatusUnsupportedMediaType, Param: "Content-Encoding",
+	Msg: "the request body has a Content-Encoding; the gateway accepts only uncompressed (identity) bodies: send the body without Content-Encoding"}
+
+// identityOnly is the Accept-Encoding of a 415 for a Content-Encoding.
+var identityOnly = []string{"identity"}
+
+// encoded reports whether the request says its body has a content coding other than identity.
+func encoded(h http.Header) bool {
+	for _, v := range h["Content-Encoding"] {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // readBody reads the whole body once (architecture: before any dispatch, golang/go#40747) into
 // cs.body, under the request limits of docs/behaviour.md "Request limits":
 //   - server.max_body_bytes: a larger body is 413 request_too_large (from its Content-Length,
@@ -209,6 +233,10 @@ func bill(res *billing.Reservation, out *relay.Result, reserveMicroUSD int64) {
 // No goroutine, timer or per-request allocation beyond the body buffer itself (when the pooled
 // one is too small) and net/http's MaxBytesReader.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, cs *callState) ([]byte, error) {
+	if encoded(r.Header) {
+		w.Header()["Accept-Encoding"] = identityOnly // RFC 7694 §3: the codings the server takes
+		return nil, errContentEncoding
+	}
 	n := r.ContentLength
 	if n > s.maxBody {
 		return nil, tooLarge(s.maxBody)

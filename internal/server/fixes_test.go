@@ -1,13 +1,19 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
+	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -57,5 +63,76 @@ func TestSDKDeepToolArgumentsCrossDialect(t *testing.T) {
 	}
 	if h := g.Fakes["an-primary"].Hits() + g.Fakes["an-backup"].Hits(); h != 0 {
 		t.Fatalf("%d upstream hits for refused arguments", h)
+	}
+}
+
+// gzipBody compresses a request's body and marks it Content-Encoding: gzip, as a compressing
+// proxy or client would.
+func gzipBody(t *testing.T, r *http.Request) {
+	t.Helper()
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+	r.ContentLength = int64(buf.Len())
+	r.GetBody = nil
+	r.Header.Set("Content-Encoding", "gzip")
+}
+
+// TestSDKCompressedBodyRefused: a request body with a Content-Encoding (gzip here) is refused
+// with 415 in the caller's dialect naming Content-Encoding (not "not valid UTF-8"), with
+// Accept-Encoding: identity, and nothing is sent upstream; the same call uncompressed is served.
+func TestSDKCompressedBodyRefused(t *testing.T) {
+	g := startTwo(t)
+	var oaResp, anResp *http.Response
+	oc := g.openaiClient(openaiopt.WithMiddleware(func(r *http.Request, next openaiopt.MiddlewareNext) (*http.Response, error) {
+		gzipBody(t, r)
+		resp, err := next(r)
+		oaResp = resp
+		return resp, err
+	}))
+	_, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}})
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusUnsupportedMediaType || oe.Type != "invalid_request_error" ||
+		!strings.Contains(oe.Message, "Content-Encoding") || oe.Param != "Content-Encoding" {
+		t.Fatalf("openai SDK: %v, want 415 invalid_request_error naming Content-Encoding", err)
+	}
+	if got := oaResp.Header.Get("Accept-Encoding"); got != "identity" {
+		t.Errorf("openai SDK: Accept-Encoding %q, want identity", got)
+	}
+	ac := g.anthropicClient(anthropicopt.WithMiddleware(func(r *http.Request, next anthropicopt.MiddlewareNext) (*http.Response, error) {
+		gzipBody(t, r)
+		resp, err := next(r)
+		anResp = resp
+		return resp, err
+	}))
+	_, err = ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-haiku-4-5", MaxTokens: 5,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}})
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("anthropic SDK: %v, want 415", err)
+	}
+	raw := ae.RawJSON()
+	if !strings.Contains(raw, `"type":"error"`) || !strings.Contains(raw, `"invalid_request_error"`) || !strings.Contains(raw, "Content-Encoding") {
+		t.Errorf("anthropic SDK: body %s, want an Anthropic invalid_request_error naming Content-Encoding", raw)
+	}
+	if got := anResp.Header.Get("Accept-Encoding"); got != "identity" {
+		t.Errorf("anthropic SDK: Accept-Encoding %q, want identity", got)
+	}
+	for name, f := range g.Fakes {
+		if h := f.Hits(); h != 0 {
+			t.Errorf("%s was called %d times for compressed bodies", name, h)
+		}
+	}
+	for _, s := range surfaces {
+		if r := s.call(t.Context(), g, false); r.Err != nil || r.Text != hello(s.primary) {
+			t.Fatalf("%s uncompressed: %q %v", s.name, r.Text, r.Err)
+		}
 	}
 }

@@ -67,7 +67,7 @@ type RouteRefusal struct {
 
 // refusalOf renders fe as a RouteRefusal.
 func refusalOf(fe *failure.Error) *RouteRefusal {
-	return &RouteRefusal{Status: fe.Class.Status(), ErrorType: fe.Class, Message: fe.Msg, Param: fe.Param,
+	return &RouteRefusal{Status: fe.HTTPStatus(), ErrorType: fe.Class, Message: fe.Msg, Param: fe.Param,
 		RetryAfter: int((fe.RetryAfter + time.Second - 1) / time.Second)}
 }
 
