@@ -138,6 +138,12 @@ func SpliceString(dst, json []byte, start, end int, s string) []byte {
 	return append(dst, json[end:]...)
 }
 
+// EmptyArray reports whether a, a JSON array, has no element ("[]", "[ ]"): one look at its raw
+// text, no parse.
+func EmptyArray(a gjson.Result) bool {
+	return len(a.Raw) >= 2 && strings.TrimSpace(a.Raw[1:len(a.Raw)-1]) == ""
+}
+
 // AppendWithModel appends json with the string value at path replaced by model, when present
 // and different; otherwise json unchanged. Used to echo the caller's model id (R-MODEL-6).
 func AppendWithModel(dst, json []byte, path, model string) []byte {

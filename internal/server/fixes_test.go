@@ -136,3 +136,41 @@ func TestSDKCompressedBodyRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKEmptyMessagesRefused: `messages: []` is refused 400 invalid_request in the caller's
+// dialect naming `messages`, in the words of the API the caller speaks (OpenAI "[] is too short -
+// 'messages'", Anthropic "messages: at least one message is required"), on chat completions,
+// messages and count_tokens, whichever dialect serves the model; nothing is sent upstream.
+func TestSDKEmptyMessagesRefused(t *testing.T) {
+	g := startTwo(t)
+	oc, ac := g.openaiClient(), g.anthropicClient()
+	for _, model := range []string{"gpt-4o-mini", "claude-haiku-4-5"} {
+		_, err := oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: model,
+			Messages: []openai.ChatCompletionMessageParamUnion{}})
+		var oe *openai.Error
+		if !errors.As(err, &oe) || oe.StatusCode != http.StatusBadRequest || oe.Type != "invalid_request_error" ||
+			oe.Param != "messages" || oe.Message != "[] is too short - 'messages'" {
+			t.Errorf("openai SDK, %s: %v (param %q), want 400 invalid_request_error param messages", model, err, oe.Param)
+		}
+		for _, count := range []bool{false, true} {
+			if count {
+				_, err = ac.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: anthropic.Model(model),
+					Messages: []anthropic.MessageParam{}})
+			} else {
+				_, err = ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 5,
+					Messages: []anthropic.MessageParam{}})
+			}
+			var ae *anthropic.Error
+			if !errors.As(err, &ae) || ae.StatusCode != http.StatusBadRequest ||
+				!strings.Contains(ae.RawJSON(), `"type":"invalid_request_error"`) ||
+				!strings.Contains(ae.RawJSON(), `"message":"messages: at least one message is required"`) {
+				t.Errorf("anthropic SDK, %s (count_tokens %v): %v, want 400 invalid_request_error on messages", model, count, err)
+			}
+		}
+	}
+	for name, f := range g.Fakes {
+		if h := f.Hits(); h != 0 {
+			t.Errorf("%s was called %d times for empty messages", name, h)
+		}
+	}
+}

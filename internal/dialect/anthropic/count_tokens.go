@@ -32,6 +32,9 @@ func ParseCountTokensRequest(body []byte) (dialect.RequestInfo, error) {
 	if !msgs.IsArray() {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "messages: an array is required"}
 	}
+	if dialect.EmptyArray(msgs) {
+		return info, errNoMessages
+	}
 	info.Model = strings.Clone(m.Str)
 	info.ModelStart, info.ModelEnd = m.Index, m.Index+len(m.Raw)
 	return info, nil

@@ -10,10 +10,14 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/sse"
 )
 
+// errNoMessages is the refusal of `messages: []`, in the Anthropic API's words. Shared: nothing
+// mutates it.
+var errNoMessages = &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "messages: at least one message is required"}
+
 // ParseRequest reads the fields routing needs from a messages body without decoding it
 // (R-DIALECT-3). Errors are *failure.Error of class invalid_request naming the field: a body
-// that is not a JSON object, a missing or non-string `model`, a non-array `messages`, a
-// non-boolean `stream`, a missing or non-integer `max_tokens`.
+// that is not a JSON object, a missing or non-string `model`, a non-array or empty `messages`,
+// a non-boolean `stream`, a missing or non-integer `max_tokens`.
 func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 	var info dialect.RequestInfo
 	var m, msgs, stream, mt gjson.Result
@@ -50,6 +54,10 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 		return info, &failure.Error{Class: failure.InvalidRequest, Param: "max_tokens", Msg: "max_tokens: an integer from 0 to 10^15 is required"}
 	}
 	info.MaxTokens = int64(mt.Num)
+	// Last: a body with another fault is refused for that one, as the API would.
+	if dialect.EmptyArray(msgs) { // the Anthropic API's own answer to an empty list
+		return info, errNoMessages
+	}
 	return info, nil
 }
 

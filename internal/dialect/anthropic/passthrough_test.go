@@ -11,7 +11,8 @@ import (
 
 func TestParseRequest(t *testing.T) {
 	for _, tc := range []struct{ name, body, param string }{
-		{"ok", `{"model":"c","max_tokens":10,"messages":[]}`, "-"},
+		{"ok", `{"model":"c","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, "-"},
+		{"messages empty", `{"model":"c","max_tokens":10,"messages":[]}`, "messages"},
 		{"no max_tokens", `{"model":"c","messages":[]}`, "max_tokens"},
 		{"model number", `{"model":1,"max_tokens":10,"messages":[]}`, "model"},
 		{"messages object", `{"model":"c","max_tokens":10,"messages":{}}`, "messages"},

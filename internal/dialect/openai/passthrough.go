@@ -78,6 +78,10 @@ func ParseRequest(body []byte) (dialect.RequestInfo, error) {
 			break
 		}
 	}
+	// Last: a body with another fault is refused for that one, as the API would.
+	if dialect.EmptyArray(msgs) { // the OpenAI API's own answer to an empty list
+		return info, &failure.Error{Class: failure.InvalidRequest, Param: "messages", Msg: "[] is too short - 'messages'"}
+	}
 	return info, nil
 }
 

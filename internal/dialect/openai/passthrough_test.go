@@ -19,15 +19,16 @@ func TestParseRequest(t *testing.T) {
 		ok                bool
 		want              dialect.RequestInfo
 	}{
-		{name: "plain", body: `{"model":"gpt-4o","messages":[]}`, ok: true, want: dialect.RequestInfo{Model: "gpt-4o"}},
-		{name: "stream usage", body: `{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":12}`, ok: true,
+		{name: "plain", body: `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, ok: true, want: dialect.RequestInfo{Model: "gpt-4o"}},
+		{name: "stream usage", body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":12}`, ok: true,
 			want: dialect.RequestInfo{Model: "m", Stream: true, IncludeUsage: true, MaxTokens: 12}},
-		{name: "n=1 ok", body: `{"model":"m","messages":[],"n":1}`, ok: true, want: dialect.RequestInfo{Model: "m"}},
+		{name: "n=1 ok", body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"n":1}`, ok: true, want: dialect.RequestInfo{Model: "m"}},
 		{name: "n=2", body: `{"model":"m","messages":[],"n":2}`, param: "n"},
 		{name: "n string", body: `{"model":"m","messages":[],"n":"2"}`, param: "n"},
 		{name: "not json", body: `{"model":`, param: ""},
 		{name: "array", body: `[1]`, param: ""},
 		{name: "model number", body: `{"model":5,"messages":[]}`, param: "model"},
+		{name: "messages empty", body: `{"model":"m","messages":[ ]}`, param: "messages", msg: "[] is too short - 'messages'"},
 		{name: "model empty", body: `{"model":"","messages":[]}`, param: "model"},
 		{name: "no messages", body: `{"model":"m"}`, param: "messages"},
 		{name: "stream string", body: `{"model":"m","messages":[],"stream":"yes"}`, param: "stream"},
@@ -62,12 +63,12 @@ func TestParseRequest(t *testing.T) {
 // every other byte (unknown fields included) is the caller's.
 func TestAppendUpstreamBody(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
-		{"non-stream", `{"model":"a","messages":[],"x_unknown":{"k":[1,2]}}`, `{"model":"up","messages":[],"x_unknown":{"k":[1,2]}}`},
-		{"stream no options", `{"model":"a","stream":true,"messages":[]}`, `{"stream_options":{"include_usage":true},"model":"up","stream":true,"messages":[]}`},
-		{"stream with usage", `{"model":"a","stream":true,"stream_options":{"include_usage":true},"messages":[]}`, `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[]}`},
-		{"stream usage false", `{"model":"a","stream":true,"stream_options":{"include_usage":false},"messages":[]}`, `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[]}`},
-		{"options before model", `{"stream_options":{"include_obfuscation":false},"stream":true,"model":"a","messages":[]}`, `{"stream_options":{"include_usage":true,"include_obfuscation":false},"stream":true,"model":"up","messages":[]}`},
-		{"escaped id", `{"model":"a","messages":[]}`, `{"model":"up","messages":[]}`},
+		{"non-stream", `{"model":"a","messages":[{"role":"user","content":"hi"}],"x_unknown":{"k":[1,2]}}`, `{"model":"up","messages":[{"role":"user","content":"hi"}],"x_unknown":{"k":[1,2]}}`},
+		{"stream no options", `{"model":"a","stream":true,"messages":[{"role":"user","content":"hi"}]}`, `{"stream_options":{"include_usage":true},"model":"up","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"stream with usage", `{"model":"a","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`},
+		{"stream usage false", `{"model":"a","stream":true,"stream_options":{"include_usage":false},"messages":[{"role":"user","content":"hi"}]}`, `{"model":"up","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`},
+		{"options before model", `{"stream_options":{"include_obfuscation":false},"stream":true,"model":"a","messages":[{"role":"user","content":"hi"}]}`, `{"stream_options":{"include_usage":true,"include_obfuscation":false},"stream":true,"model":"up","messages":[{"role":"user","content":"hi"}]}`},
+		{"escaped id", `{"model":"a","messages":[{"role":"user","content":"hi"}]}`, `{"model":"up","messages":[{"role":"user","content":"hi"}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			info, err := ParseRequest([]byte(tc.in))
