@@ -174,3 +174,50 @@ func TestSDKEmptyMessagesRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKWrongMethod405: another method on a path the gateway serves is 405 with Allow, an
+// invalid_request error body in the path's dialect (OpenAI on /v1/chat/completions, Anthropic on
+// /v1/messages), not 404; an unknown path stays 404.
+func TestSDKWrongMethod405(t *testing.T) {
+	g := startTwo(t)
+	ctx := context.Background()
+	oc, ac := g.openaiClient(), g.anthropicClient()
+	for _, path := range []string{"chat/completions", "embeddings", "responses", "route"} {
+		var out map[string]any
+		err := oc.Get(ctx, path, nil, &out)
+		var oe *openai.Error
+		if !errors.As(err, &oe) || oe.StatusCode != http.StatusMethodNotAllowed || oe.Type != "invalid_request_error" ||
+			!strings.Contains(oe.Message, "GET") || !strings.Contains(oe.Message, "POST") {
+			t.Fatalf("openai SDK GET %s: %v, want 405 invalid_request_error", path, err)
+		}
+		if a := oe.Response.Header.Get("Allow"); a != "POST" {
+			t.Errorf("GET %s: Allow %q, want POST", path, a)
+		}
+	}
+	err := oc.Delete(ctx, "models", nil, nil)
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusMethodNotAllowed || oe.Response.Header.Get("Allow") != "GET, HEAD" {
+		t.Fatalf("DELETE /v1/models: %v, want 405 Allow: GET, HEAD", err)
+	}
+	for _, path := range []string{"v1/messages", "v1/messages/count_tokens"} {
+		var out map[string]any
+		err := ac.Get(ctx, path, nil, &out)
+		var ae *anthropic.Error
+		if !errors.As(err, &ae) || ae.StatusCode != http.StatusMethodNotAllowed ||
+			!strings.Contains(ae.RawJSON(), `"type":"error"`) || !strings.Contains(ae.RawJSON(), `"invalid_request_error"`) {
+			t.Fatalf("anthropic SDK GET %s: %v, want 405 in the Anthropic shape", path, err)
+		}
+		if a := ae.Response.Header.Get("Allow"); a != "POST" {
+			t.Errorf("GET %s: Allow %q, want POST", path, a)
+		}
+	}
+	err = oc.Get(ctx, "no-such-thing", nil, nil)
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /v1/no-such-thing: %v, want 404", err)
+	}
+	for name, f := range g.Fakes {
+		if h := f.Hits(); h != 0 {
+			t.Errorf("%s was called %d times", name, h)
+		}
+	}
+}

@@ -469,7 +469,45 @@ func surfaceOf(r *http.Request) catalog.Dialect {
 	return catalog.OpenAI
 }
 
+// allowedMethods are the methods each fixed path of the mux serves (its patterns above), for the
+// 405 answer to another method; GET paths serve HEAD too (net/http's mux does).
+var allowedMethods = map[string]string{
+	"/v1/chat/completions":      http.MethodPost,
+	"/v1/embeddings":            http.MethodPost,
+	"/v1/responses":             http.MethodPost,
+	"/v1/messages":              http.MethodPost,
+	"/v1/messages/count_tokens": http.MethodPost,
+	"/v1/route":                 http.MethodPost,
+	"/v1/models":                "GET, HEAD",
+	"/v1/generation":            "GET, HEAD",
+	"/healthz":                  "GET, HEAD",
+	"/readyz":                   "GET, HEAD",
+	"/metrics":                  "GET, HEAD",
+}
+
+// allowOf is the Allow header of a path the gateway serves with other methods, "" for a path it
+// does not serve at all.
+func allowOf(path string) string {
+	if a, ok := allowedMethods[path]; ok {
+		return a
+	}
+	if strings.HasPrefix(path, "/v1/models/") {
+		return "GET, HEAD"
+	}
+	return ""
+}
+
+// serveNotFound answers what no pattern of the mux serves: a path served with other methods is
+// 405 invalid_request with Allow (RFC 9110 §15.5.6), any other path 404 invalid_request, in the
+// dialect of surfaceOf.
 func (s *Server) serveNotFound(w http.ResponseWriter, r *http.Request) {
+	if allow := allowOf(r.URL.Path); allow != "" {
+		w.Header()["Allow"] = []string{allow}
+		fe := &failure.Error{Class: failure.InvalidRequest, Status: http.StatusMethodNotAllowed,
+			Msg: fmt.Sprintf("method %s is not allowed on %s; use %s", r.Method, r.URL.Path, allow)}
+		relay.WriteError(w, relay.CodecFor(surfaceOf(r)), requestID(w), fe, 0, nil)
+		return
+	}
 	fe := &failure.Error{Class: failure.InvalidRequest, Msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
 	w.Header().Set("X-Switchyard-Error-Code", string(fe.Class))
 	w.Header().Set("Content-Type", "application/json")
