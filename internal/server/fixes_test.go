@@ -221,3 +221,48 @@ func TestSDKWrongMethod405(t *testing.T) {
 		}
 	}
 }
+
+// TestSDKGenerationErrorHeaders: GET /v1/generation's errors (no id, an unknown id) and the
+// unknown endpoint's 404 carry the headers of every error, x-switchyard-attempts 0 (a read calls
+// no provider) and x-switchyard-error-code, in the caller's dialect; the 200 read does not claim
+// attempts of its own in a header (they are in the body).
+func TestSDKGenerationErrorHeaders(t *testing.T) {
+	g := startTwo(t)
+	ctx := context.Background()
+	oc, ac := g.openaiClient(), g.anthropicClient()
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"generation?id=req_000000000000000000000000", http.StatusNotFound}, {"generation", http.StatusBadRequest}, {"nothing-here", http.StatusNotFound}} {
+		err := oc.Get(ctx, tc.path, nil, nil)
+		var oe *openai.Error
+		if !errors.As(err, &oe) || oe.StatusCode != tc.status || oe.Type != "invalid_request_error" {
+			t.Fatalf("openai SDK GET %s: %v, want %d invalid_request_error", tc.path, err, tc.status)
+		}
+		if h := oe.Response.Header; h.Get("X-Switchyard-Attempts") != "0" || h.Get("X-Switchyard-Error-Code") != "invalid_request" {
+			t.Errorf("GET %s: x-switchyard-attempts %q, x-switchyard-error-code %q, want 0 and invalid_request", tc.path,
+				h.Get("X-Switchyard-Attempts"), h.Get("X-Switchyard-Error-Code"))
+		}
+	}
+	err := ac.Get(ctx, "v1/generation?id=req_000000000000000000000000", nil, nil)
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusNotFound || !strings.Contains(ae.RawJSON(), `"type":"error"`) ||
+		ae.Response.Header.Get("X-Switchyard-Attempts") != "0" {
+		t.Fatalf("anthropic SDK GET /v1/generation: %v, want 404 in the Anthropic shape with x-switchyard-attempts 0", err)
+	}
+	var raw *http.Response
+	c, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}}, openaiopt.WithResponseInto(&raw))
+	if err != nil || c.Choices[0].Message.Content == "" {
+		t.Fatalf("chat: %v", err)
+	}
+	g.generation(t, raw.Header.Get("X-Request-Id"))
+	var rec map[string]any
+	var gen *http.Response
+	if err := oc.Get(ctx, "generation?id="+raw.Header.Get("X-Request-Id"), nil, &rec, openaiopt.WithResponseInto(&gen)); err != nil {
+		t.Fatalf("GET /v1/generation: %v", err)
+	}
+	if a := gen.Header.Get("X-Switchyard-Attempts"); a != "" {
+		t.Errorf("the 200 generation read says x-switchyard-attempts %q", a)
+	}
+}

@@ -499,7 +499,7 @@ func allowOf(path string) string {
 
 // serveNotFound answers what no pattern of the mux serves: a path served with other methods is
 // 405 invalid_request with Allow (RFC 9110 §15.5.6), any other path 404 invalid_request, in the
-// dialect of surfaceOf.
+// dialect of surfaceOf, with the headers of every error (x-switchyard-attempts 0).
 func (s *Server) serveNotFound(w http.ResponseWriter, r *http.Request) {
 	if allow := allowOf(r.URL.Path); allow != "" {
 		w.Header()["Allow"] = []string{allow}
@@ -508,11 +508,8 @@ func (s *Server) serveNotFound(w http.ResponseWriter, r *http.Request) {
 		relay.WriteError(w, relay.CodecFor(surfaceOf(r)), requestID(w), fe, 0, nil)
 		return
 	}
-	fe := &failure.Error{Class: failure.InvalidRequest, Msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
-	w.Header().Set("X-Switchyard-Error-Code", string(fe.Class))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusNotFound)
-	_, _ = w.Write(relay.CodecFor(surfaceOf(r)).AppendErrorBody(nil, fe, requestID(w)))
+	fe := &failure.Error{Class: failure.InvalidRequest, Status: http.StatusNotFound, Msg: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)}
+	relay.WriteError(w, relay.CodecFor(surfaceOf(r)), requestID(w), fe, 0, nil)
 }
 
 // authenticate checks the caller's key (Authorization: Bearer or x-api-key) against the static
@@ -577,8 +574,14 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"status":"ready"}`))
 }
 
+// errNoGeneration is the 404 of GET /v1/generation for a record that does not exist or is
+// another account's. Shared: nothing mutates it.
+var errNoGeneration = &failure.Error{Class: failure.InvalidRequest, Status: http.StatusNotFound, Param: "id", Msg: "no generation with that id"}
+
 // serveGeneration answers GET /v1/generation?id= with the audit record (R-AUDIT-2). A record of
-// another account, or none, is the same 404.
+// another account, or none, is the same 404. Its errors carry the headers of every error
+// (x-switchyard-error-code, x-switchyard-attempts 0: a read calls no provider); its 200 is the
+// record, whose attempts are in the body.
 func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
 	codec := relay.CodecFor(surfaceOf(r))
 	rid := requestID(w)
@@ -588,10 +591,8 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.URL.Query().Get("id")
-	notFound := &failure.Error{Class: failure.InvalidRequest, Param: "id", Msg: "no generation with that id"}
 	if id == "" {
-		notFound.Msg = "the id query parameter is required"
-		relay.WriteError(w, codec, rid, notFound, 0, nil)
+		relay.WriteError(w, codec, rid, &failure.Error{Class: failure.InvalidRequest, Param: "id", Msg: "the id query parameter is required"}, 0, nil)
 		return
 	}
 	rec, err := s.rec.Lookup(r.Context(), id)
@@ -601,10 +602,7 @@ func (s *Server) serveGeneration(w http.ResponseWriter, r *http.Request) {
 		if err != nil && !errors.Is(err, audit.ErrNotFound) {
 			s.logf("generation lookup %q: %v", id, err)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Switchyard-Error-Code", string(failure.InvalidRequest))
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write(codec.AppendErrorBody(nil, notFound, rid))
+		relay.WriteError(w, codec, rid, errNoGeneration, 0, nil)
 		return
 	}
 	body, err := jsonMarshal(rec)
