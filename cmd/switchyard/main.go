@@ -198,8 +198,14 @@ func checkConfig(cfg *config.Config, name string, warn func(string)) (*catalog.C
 	}
 	for i, d := range cfg.Deployments {
 		// (The built-in catalog's keyless deployments are emulated by serve instead.)
-		if v, unset := cfg.UnsetVar(fmt.Sprintf("deployments[%d].api_key", i)); unset && d.APIKey == "" && name != builtinName {
+		path := fmt.Sprintf("deployments[%d].api_key", i)
+		if strings.TrimSpace(d.APIKey) != "" || name == builtinName {
+			continue
+		}
+		if v, unset := cfg.UnsetVar(path); unset {
 			warn(fmt.Sprintf("%s: warning: deployment %s has no API key: %s is not set, so the provider will refuse its requests", name, d.Name, v))
+		} else if v, empty := cfg.EmptyVar(path); empty {
+			warn(fmt.Sprintf("%s: warning: deployment %s has no API key: %s is set but empty, so the provider will refuse its requests", name, d.Name, v))
 		}
 	}
 	if cfg.Admin.Token != "" && cfg.Store.SecretKey == "" {

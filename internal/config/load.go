@@ -201,10 +201,14 @@ func (w *walker) interpolate(n *yaml.Node, path, key string) {
 	w.seen[n] = true
 	if isSecretField(key) {
 		if name, ok := wholeVar(n.Value); ok {
-			if _, set := w.lookup(name); !set {
+			v, set := w.lookup(name)
+			if !set {
 				n.Value = ""
 				w.pos.unsetVars[path] = name
 				return
+			}
+			if strings.TrimSpace(v) == "" {
+				w.pos.emptyVars[path] = name
 			}
 		}
 	}

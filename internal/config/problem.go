@@ -53,6 +53,9 @@ type positions struct {
 	// unsetVars maps the path of a credential written exactly as "${VAR}" to VAR, when VAR
 	// was unset and the credential was left empty.
 	unsetVars map[string]string
+	// emptyVars maps the path of a credential written exactly as "${VAR}" to VAR, when VAR was
+	// set but empty (exported as ""): the credential is empty all the same.
+	emptyVars map[string]string
 }
 
 func newPositions(file string) *positions {
@@ -61,6 +64,7 @@ func newPositions(file string) *positions {
 		lines:     make(map[string]int),
 		byLine:    make(map[int]string),
 		unsetVars: make(map[string]string),
+		emptyVars: make(map[string]string),
 	}
 }
 

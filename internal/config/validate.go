@@ -561,3 +561,14 @@ func (v *validator) accounts(accounts []Account) {
 // "deployments[0].api_key") when the file wrote it exactly as ${VAR}, VAR was unset, and the
 // credential was left empty; false otherwise (a Config built in Go included).
 func (c *Config) UnsetVar(path string) (string, bool) { return c.pos.unsetVarAt(path) }
+
+// EmptyVar reports the environment variable behind the credential at path when the file wrote
+// it exactly as ${VAR} and VAR was set but empty or blank (exported as ""), which leaves the
+// credential empty as surely as an unset one; false otherwise.
+func (c *Config) EmptyVar(path string) (string, bool) {
+	if c.pos == nil {
+		return "", false
+	}
+	name, ok := c.pos.emptyVars[path]
+	return name, ok
+}
