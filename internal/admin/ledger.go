@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,14 +88,10 @@ func (a *api) ledger(w http.ResponseWriter, r *http.Request) {
 	// An account that is not stored (a static key's, from the configuration) has a ledger but
 	// no balance: balance_usd is null.
 	var balance any
-	acct, err := a.Store.Account(ctx, id)
-	if err == nil {
+	acct, es, err := a.accountLedger(ctx, id, limit)
+	if acct != nil {
 		balance = usdNumber(acct.BalanceMicroUSD)
-	} else if !errors.Is(err, accounts.ErrNotFound) {
-		a.fail(w, err, "")
-		return
 	}
-	es, err := a.Store.Ledger(ctx, id, limit)
 	if err == nil && acct == nil && len(es) == 0 {
 		err = accounts.ErrNotFound
 	}
@@ -111,6 +108,31 @@ func (a *api) ledger(w http.ResponseWriter, r *http.Request) {
 			CostUSD: usdNumber(e.AmountMicroUSD), CostMicro: e.AmountMicroUSD, Kind: e.Kind, Mark: e.Mark, Usage: e.UsageProvenance, At: e.At}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"balance_usd": balance, "entries": out})
+}
+
+// ledgerSnapshot is a store that reads an account and its ledger in one read snapshot
+// (accountsql.Store.AccountLedger): the balance answered is the one after exactly the entries
+// answered.
+type ledgerSnapshot interface {
+	AccountLedger(ctx context.Context, accountID string, limit int) (*accounts.Account, []accounts.LedgerEntry, error)
+}
+
+// accountLedger reads the account (nil when it is not stored) and its newest limit entries,
+// in one snapshot when the store offers one; otherwise in two reads, which a settle written
+// between them can make disagree.
+func (a *api) accountLedger(ctx context.Context, id string, limit int) (*accounts.Account, []accounts.LedgerEntry, error) {
+	if ls, ok := a.Store.(ledgerSnapshot); ok {
+		return ls.AccountLedger(ctx, id, limit)
+	}
+	acct, err := a.Store.Account(ctx, id)
+	if errors.Is(err, accounts.ErrNotFound) {
+		acct, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := a.Store.Ledger(ctx, id, limit)
+	return acct, es, err
 }
 
 // usdNumber formats micro-USD as an exact JSON number of USD ("4.999766", "-0.5", "12").

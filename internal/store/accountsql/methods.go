@@ -525,6 +525,45 @@ const (
 
 // Ledger implements accounts.Store.
 func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]accounts.LedgerEntry, error) {
+	return s.ledger(ctx, s.rdb, accountID, limit)
+}
+
+// AccountLedger reads an account (nil when it is not stored: a configured account's ledger has
+// no balance) and its ledger as Ledger does, in one read-only transaction, so that the balance
+// is the one after exactly the entries read: a settle or credit (its entry and its balance
+// change, one write transaction) is in both or in neither. Postgres reads at REPEATABLE READ
+// (one snapshot for both statements); SQLite's deferred transaction holds one WAL read
+// snapshot from its first statement to its end.
+func (s *Store) AccountLedger(ctx context.Context, accountID string, limit int) (*accounts.Account, []accounts.LedgerEntry, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.pg {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.rdb.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, nil, wrap("reading the ledger", err)
+	}
+	defer tx.Rollback()
+	a, err := one(tx.QueryRowContext(ctx, s.q(`SELECT `+accountCols+` FROM accounts WHERE id = ?`), accountID), scanAccount)
+	if errors.Is(err, accounts.ErrNotFound) {
+		a, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, wrap("reading account", err)
+	}
+	es, err := s.ledger(ctx, tx, accountID, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, es, wrap("reading the ledger", tx.Commit())
+}
+
+// queryer is a pool or a transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) ledger(ctx context.Context, db queryer, accountID string, limit int) ([]accounts.LedgerEntry, error) {
 	query := `SELECT id, at, account_id, key_id, request_id, model, deployment, kind,
         input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance
         FROM ledger WHERE account_id = ? ORDER BY id DESC`
@@ -533,7 +572,7 @@ func (s *Store) Ledger(ctx context.Context, accountID string, limit int) ([]acco
 		query += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.q(query), args...)
+	rows, err := db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, wrap("reading the ledger", err)
 	}

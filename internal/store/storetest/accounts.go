@@ -32,6 +32,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"ConcurrentUpdates", testAccountsConcurrentUpdates},
 		{"Workspaces", testWorkspaces},
 		{"Ledger", testLedger},
+		{"AccountLedgerSnapshot", testAccountLedgerSnapshot},
 		{"CreditBalanceLimit", testCreditBalanceLimit},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"SettledSums", testSettledSums},
