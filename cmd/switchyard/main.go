@@ -313,6 +313,9 @@ func restartOnly(prev, next *config.Config) []string {
 	if prev.Admission.URL != next.Admission.URL {
 		out = append(out, "admission.url")
 	}
+	if prev.Admission.Redis != next.Admission.Redis {
+		out = append(out, "admission.redis")
+	}
 	if prev.Routing.Circuit != next.Routing.Circuit {
 		out = append(out, "routing.circuit")
 	}

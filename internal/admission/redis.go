@@ -19,9 +19,17 @@ import (
 
 // Defaults of RedisOptions.
 const (
-	DefaultRedisTimeout  = 100 * time.Millisecond
-	DefaultLeaseTTL      = 30 * time.Second
-	DefaultRedisPrefix   = "sy:"
+	DefaultRedisTimeout = 100 * time.Millisecond
+	DefaultLeaseTTL     = 30 * time.Second
+	DefaultRedisPrefix  = "sy:"
+	// DefaultRedisPoolSize is the most connections a replica opens to Redis. go-redis's own
+	// default, 10 per GOMAXPROCS (20 on two cores), queued 300 concurrent requests (an
+	// admission and an end each) behind the pool until the 100 ms timeout refused metered ones;
+	// Redis serves thousands of connections, and a gateway's calls are short.
+	DefaultRedisPoolSize = 256
+	// DefaultRedisMinIdle is the connections kept open while idle, so that a burst after a quiet
+	// spell does not dial (a dial is part of the call's Timeout) before its first admission.
+	DefaultRedisMinIdle  = 16
 	DefaultDegradedLog   = 10 * time.Second
 	redisRetryInterval   = time.Second
 	redisMaxPendingEnds  = 65536
@@ -45,6 +53,11 @@ type RedisOptions struct {
 	LeaseTTL time.Duration
 	// Prefix starts every key (DefaultRedisPrefix, "sy:").
 	Prefix string
+	// PoolSize is the most connections OpenRedis's client opens (DefaultRedisPoolSize, 256);
+	// MinIdleConns the ones it keeps open while idle (DefaultRedisMinIdle, 16, at most
+	// PoolSize). A call waiting for a free connection waits within Timeout.
+	PoolSize     int
+	MinIdleConns int
 	// Logf logs the degraded mode (at most once per DegradedLog) and lost settles; nil discards.
 	Logf func(format string, args ...any)
 	// DegradedLog is the least time between two degraded-mode log lines (DefaultDegradedLog).
@@ -90,7 +103,9 @@ type Redis struct {
 }
 
 // OpenRedis connects to the Redis of url (redis:// or rediss://, go-redis's ParseURL) with
-// timeouts of o.Timeout. It does not dial: a Redis down at start is the degraded mode.
+// timeouts of o.Timeout and a pool of o.PoolSize connections, o.MinIdleConns kept open. It
+// does not wait for Redis (the idle connections are dialed in the background): a Redis down at
+// start is the degraded mode.
 func OpenRedis(url string, o RedisOptions) (*Redis, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -98,6 +113,7 @@ func OpenRedis(url string, o RedisOptions) (*Redis, error) {
 	}
 	o = o.withDefaults()
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = o.Timeout, o.Timeout, o.Timeout, o.Timeout
+	opt.PoolSize, opt.MinIdleConns = o.PoolSize, o.MinIdleConns
 	opt.MaxRetries = -1 // a retry doubles the wait; the caller decides
 	opt.ContextTimeoutEnabled = true
 	return NewRedis(redis.NewClient(opt), o), nil
@@ -116,6 +132,13 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	if o.Prefix == "" {
 		o.Prefix = DefaultRedisPrefix
 	}
+	if o.PoolSize <= 0 {
+		o.PoolSize = DefaultRedisPoolSize
+	}
+	if o.MinIdleConns <= 0 {
+		o.MinIdleConns = DefaultRedisMinIdle
+	}
+	o.MinIdleConns = min(o.MinIdleConns, o.PoolSize)
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -124,6 +147,9 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	}
 	return o
 }
+
+// Options are the store's options after defaults (for observability and tests).
+func (r *Redis) Options() RedisOptions { return r.o }
 
 // NewRedis returns a store over rdb, which it owns (Close closes it).
 func NewRedis(rdb redis.UniversalClient, o RedisOptions) *Redis {

@@ -83,6 +83,27 @@ type Store struct {
 // Admission selects the admission store: memory:// (default) or redis://...
 type Admission struct {
 	URL string `yaml:"url"`
+	// Redis tunes the redis:// and rediss:// store (docs/deploy.md "The Redis admission
+	// store"); it is ignored for memory://.
+	Redis RedisAdmission `yaml:"redis"`
+}
+
+// RedisAdmission tunes the shared admission store. Zero (omitted) fields take the defaults.
+type RedisAdmission struct {
+	// Timeout bounds every call to Redis, the wait for a pooled connection included (default
+	// 100ms); past it a metered request is refused (fail closed) and an unmetered one is
+	// admitted on the replica's own counters (docs/limits.md "Degraded mode").
+	Timeout Duration `yaml:"timeout"`
+	// LeaseTTL is how long a dead replica's concurrency slots and reserves outlive it (default
+	// 30s; renewed every LeaseTTL/3 while alive); at least 3s.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// Prefix starts every key the store writes (default "sy:"): gateways sharing one Redis
+	// database need different prefixes.
+	Prefix string `yaml:"prefix"`
+	// PoolSize is the most connections a replica opens to Redis (default 256); MinIdleConns
+	// how many it keeps open while idle (default 16), so a burst does not dial first.
+	PoolSize     int `yaml:"pool_size"`
+	MinIdleConns int `yaml:"min_idle_conns"`
 }
 
 // Routing configures ordering, deadlines and circuits.

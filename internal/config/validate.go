@@ -152,6 +152,21 @@ func (v *validator) stores(c *Config) {
 	default:
 		v.add("admission.url", "unsupported scheme %q: want memory:// or redis://", scheme)
 	}
+	ra := &c.Admission.Redis
+	if ra.Timeout < 0 || (ra.Timeout == 0 && v.pos.has("admission.redis.timeout")) {
+		v.add("admission.redis.timeout", "must be > 0, got %s (omit it for the default 100ms)", ra.Timeout)
+	}
+	if ra.LeaseTTL < 0 || (ra.LeaseTTL > 0 && ra.LeaseTTL.D() < 3*time.Second) || (ra.LeaseTTL == 0 && v.pos.has("admission.redis.lease_ttl")) {
+		v.add("admission.redis.lease_ttl", "must be at least 3s, got %s (omit it for the default 30s)", ra.LeaseTTL)
+	}
+	if ra.Prefix == "" && v.pos.has("admission.redis.prefix") {
+		v.add("admission.redis.prefix", "must not be empty (omit it for the default \"sy:\")")
+	}
+	v.nonNegativeInt("admission.redis.pool_size", ra.PoolSize)
+	v.nonNegativeInt("admission.redis.min_idle_conns", ra.MinIdleConns)
+	if ra.PoolSize > 0 && ra.MinIdleConns > ra.PoolSize {
+		v.add("admission.redis.min_idle_conns", "must be at most pool_size (%d), got %d", ra.PoolSize, ra.MinIdleConns)
+	}
 }
 
 func parsesWithHost(s string) bool {

@@ -14,15 +14,18 @@ import (
 )
 
 // newAdmission builds the admission store admission.url names: memory:// is an in-memory store
-// on the clock now; redis:// and rediss:// the shared Redis store (docs/limits.md). Both seed
+// on the clock now; redis:// and rediss:// the shared Redis store (docs/limits.md), tuned by
+// admission.redis (docs/deploy.md). Both seed
 // spend and balances from seeder.
-func newAdmission(url string, now func() time.Time, seeder admission.Seeder, logf func(string, ...any)) (admission.Store, error) {
-	scheme, _, _ := strings.Cut(url, "://")
+func newAdmission(c config.Admission, now func() time.Time, seeder admission.Seeder, logf func(string, ...any)) (admission.Store, error) {
+	scheme, _, _ := strings.Cut(c.URL, "://")
 	switch scheme {
 	case "", "memory":
 		return admission.NewMemory(now, seeder), nil
 	case "redis", "rediss":
-		return admission.OpenRedis(url, admission.RedisOptions{Now: now, Seeder: seeder, Logf: logf})
+		rc := &c.Redis // admission.redis; zero fields are the store's defaults
+		return admission.OpenRedis(c.URL, admission.RedisOptions{Now: now, Seeder: seeder, Logf: logf, Timeout: rc.Timeout.D(),
+			LeaseTTL: rc.LeaseTTL.D(), Prefix: rc.Prefix, PoolSize: rc.PoolSize, MinIdleConns: rc.MinIdleConns})
 	}
 	return nil, errors.New("admission: unsupported admission.url scheme " + scheme)
 }

@@ -287,7 +287,7 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 		s.admit = prev.admit
 	} else if s.admit = o.Admission; s.admit == nil {
 		var err error
-		if s.admit, err = newAdmission(cfg.Admission.URL, o.Now, ledgerSeeder{s}, s.logf); err != nil {
+		if s.admit, err = newAdmission(cfg.Admission, o.Now, ledgerSeeder{s}, s.logf); err != nil {
 			return nil, err
 		}
 	}
