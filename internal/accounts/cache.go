@@ -135,13 +135,13 @@ func NewCache(st Store, o CacheOptions) *Cache {
 
 // Lookup returns the active key whose secret hashes to hash. It does not allocate.
 func (c *Cache) Lookup(hash [sha256.Size]byte) (*KeyInfo, bool) {
+	var info *KeyInfo
 	c.mu.RLock()
-	e := c.keys[hash]
-	c.mu.RUnlock()
-	if e == nil {
-		return nil, false
+	if e := c.keys[hash]; e != nil {
+		info = e.info // read under the lock: rederiveLocked replaces it under the write lock
 	}
-	return e.info, true
+	c.mu.RUnlock()
+	return info, info != nil
 }
 
 // PutKey adds or replaces k in the cache, or removes it when it is revoked. The admin API
