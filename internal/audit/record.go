@@ -50,6 +50,8 @@ type Tokens struct {
 type PriceSnapshot struct {
 	InputPerMTokUSD  float64 `json:"input"`
 	OutputPerMTokUSD float64 `json:"output"`
+	// PerImageUSD is USD per image returned (the images endpoints); 0 when the price has none.
+	PerImageUSD float64 `json:"image,omitempty"`
 }
 
 // Attempt is one physical upstream call (R-AUDIT-2). A route skipped for an open circuit or a

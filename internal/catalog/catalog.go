@@ -244,7 +244,7 @@ func price(p *config.Price) *Price {
 	if p == nil {
 		return nil
 	}
-	return &Price{InputPerMTokUSD: p.Input, OutputPerMTokUSD: p.Output}
+	return &Price{InputPerMTokUSD: p.Input, OutputPerMTokUSD: p.Output, PerImageUSD: p.Image}
 }
 
 // Deployment returns the deployment named name, or nil when there is none.

@@ -12,10 +12,12 @@ const (
 	Responses Dialect = "responses"
 )
 
-// Price is a listed price in USD per million tokens.
+// Price is a listed price in USD per million tokens, and in USD per image returned by the
+// images endpoints (0: images are billed by their tokens only).
 type Price struct {
 	InputPerMTokUSD  float64
 	OutputPerMTokUSD float64
+	PerImageUSD      float64
 }
 
 // Model is a catalog entry that callers name (R-MODEL). Routes lists every route that serves it,
@@ -158,6 +160,11 @@ const (
 	ProtocolModel       Protocol = iota // chat completions / messages (and the Responses surface)
 	ProtocolEmbeddings                  // OpenAI-dialect deployments only
 	ProtocolCountTokens                 // Anthropic-dialect deployments only
+	// ProtocolImages is POST /v1/images/generations and ProtocolImageEdits POST
+	// /v1/images/edits (multipart/form-data): OpenAI-dialect deployments only (docs/routing.md
+	// "Images").
+	ProtocolImages
+	ProtocolImageEdits
 	NumProtocols
 )
 
@@ -168,16 +175,20 @@ func (p Protocol) String() string {
 		return "embeddings"
 	case ProtocolCountTokens:
 		return "count_tokens"
+	case ProtocolImages:
+		return "images"
+	case ProtocolImageEdits:
+		return "image_edits"
 	}
 	return "chat"
 }
 
 // Supports reports whether the deployment can serve protocol p: every deployment serves model
-// calls (through translation when needed); embeddings need the OpenAI dialect and token counts
-// the Anthropic one.
+// calls (through translation when needed); embeddings and images need the OpenAI dialect and
+// token counts the Anthropic one.
 func (d *Deployment) Supports(p Protocol) bool {
 	switch p {
-	case ProtocolEmbeddings:
+	case ProtocolEmbeddings, ProtocolImages, ProtocolImageEdits:
 		return d.Dialect == OpenAI
 	case ProtocolCountTokens:
 		return d.Dialect == Anthropic

@@ -148,10 +148,14 @@ type Circuit struct {
 	Cooldown Duration `yaml:"cooldown"`
 }
 
-// Price is USD per million tokens.
+// Price is USD per million tokens, and USD per image returned by the images endpoints.
 type Price struct {
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
+	// Image is USD per image an images endpoint returns (docs/routing.md "Images"): for models
+	// whose provider bills by the image and reports no token usage (dall-e-3); 0 bills tokens
+	// only.
+	Image float64 `yaml:"image"`
 }
 
 // Model is a catalog entry.

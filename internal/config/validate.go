@@ -220,6 +220,7 @@ func (v *validator) price(path string, p *Price) {
 	}
 	v.nonNegative(path+".input", p.Input)
 	v.nonNegative(path+".output", p.Output)
+	v.nonNegative(path+".image", p.Image)
 }
 
 // models checks the catalog and returns its names: id -> true for a model id, false for an alias.

@@ -27,6 +27,9 @@ type RequestInfo struct {
 	// ModelStart and ModelEnd are the byte offsets of the `model` JSON string value (quotes
 	// included) in the body, for the splice that rewrites it.
 	ModelStart, ModelEnd int
+	// Images is the number of images an images request asks for (its `n`, default 1); 0 on
+	// every other surface.
+	Images int
 }
 
 // FrameKind classifies one upstream stream event for the commit gate (R-FAIL-2).

@@ -206,7 +206,7 @@ func (p *Provider) isModelPath(path string) bool {
 	if p.dialect == catalog.Anthropic {
 		return path == "/v1/messages" || path == countTokensPath
 	}
-	return path == "/v1/chat/completions" || path == "/chat/completions" || isEmbeddingsPath(path)
+	return path == "/v1/chat/completions" || path == "/chat/completions" || isEmbeddingsPath(path) || isImagesPath(path)
 }
 
 // countTokensPath is Anthropic's token-count endpoint; the embeddings endpoints are OpenAI's.
@@ -285,10 +285,19 @@ func (p *Provider) admit(w http.ResponseWriter, r *http.Request) (req Request, b
 	req = Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
 		Authorization: r.Header.Get("Authorization"), APIKey: r.Header.Get("X-Api-Key"), At: time.Now()}
 	var e *apiError
-	valid := err == nil && dialect.Valid(body) // depth-capped: gjson's validator recurses
-	if valid {
-		req.Model = gjson.GetBytes(body, "model").String()
-		req.Stream = gjson.GetBytes(body, "stream").Bool()
+	var edit imageForm
+	var valid bool
+	switch {
+	case err != nil:
+	case isImageEditsPath(r.URL.Path):
+		edit, valid = readImageForm(r.Header.Get("Content-Type"), body)
+		req.Model = edit.model
+	default:
+		valid = dialect.Valid(body) // depth-capped: gjson's validator recurses
+		if valid {
+			req.Model = gjson.GetBytes(body, "model").String()
+			req.Stream = gjson.GetBytes(body, "stream").Bool()
+		}
 	}
 
 	p.mu.Lock()
@@ -301,7 +310,18 @@ func (p *Provider) admit(w http.ResponseWriter, r *http.Request) (req Request, b
 		e = &se
 	case !valid:
 		req.Rejected = "invalid_request"
-		e = p.invalidBody(err)
+		e = p.invalidBody(err, r.URL.Path)
+	case isImageEditsPath(r.URL.Path):
+		if e = editMissing(edit); e != nil {
+			req.Rejected = "invalid_request"
+			break
+		}
+		b = p.def
+		if len(p.queue) > 0 {
+			b = p.queue[0]
+			p.queue = p.queue[1:]
+		}
+		req.Kind = b.Kind
 	default:
 		if e = p.missingField(r.URL.Path, body); e != nil {
 			req.Rejected = "invalid_request"
@@ -337,13 +357,16 @@ func (p *Provider) authorized(h http.Header) bool {
 }
 
 // invalidBody is the 400 (or 413) for a body that could not be read or is not JSON.
-func (p *Provider) invalidBody(readErr error) *apiError {
+func (p *Provider) invalidBody(readErr error, path string) *apiError {
 	if readErr != nil {
 		e := statusError(p.dialect, http.StatusRequestEntityTooLarge, "")
 		return &e
 	}
 	e := statusError(p.dialect, http.StatusBadRequest, "")
 	e.message = "We could not parse the JSON body of your request."
+	if isImageEditsPath(path) {
+		e.message = "Invalid multipart/form-data body."
+	}
 	if p.dialect == catalog.Anthropic {
 		e.message = "There was an issue with the format of your request: the body is not valid JSON."
 	}
@@ -355,6 +378,8 @@ func (p *Provider) invalidBody(readErr error) *apiError {
 func (p *Provider) missingField(path string, body []byte) *apiError {
 	required := []string{"model", "messages"}
 	switch {
+	case isImagesPath(path):
+		required = []string{"prompt"}
 	case isEmbeddingsPath(path):
 		required = []string{"model", "input"}
 	case p.dialect == catalog.Anthropic && path != countTokensPath:
@@ -387,4 +412,19 @@ func (p *Provider) reportClosed(req Request) {
 	case p.closed <- req:
 	default:
 	}
+}
+
+// editMissing is the 400 of an image edit without a prompt or an image file.
+func editMissing(f imageForm) *apiError {
+	for _, m := range [...]struct {
+		missing bool
+		field   string
+	}{{f.prompt == "", "prompt"}, {f.images == 0, "image"}} {
+		if m.missing {
+			e := statusError(catalog.OpenAI, http.StatusBadRequest, "")
+			e.message, e.param, e.code = "Missing required parameter: '"+m.field+"'.", m.field, "missing_required_parameter"
+			return &e
+		}
+	}
+	return nil
 }

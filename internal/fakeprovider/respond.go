@@ -33,12 +33,16 @@ func (p *Provider) serveModel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if (isEmbeddingsPath(req.Path) || req.Path == countTokensPath) && (b.Kind == KindOK || b.Kind == KindSlowHeaders) {
+	if (isEmbeddingsPath(req.Path) || req.Path == countTokensPath || isImagesPath(req.Path)) && (b.Kind == KindOK || b.Kind == KindSlowHeaders) {
 		if err := wait(r.Context(), b.Delay); err != nil {
 			p.reportClosed(req)
 			panic(http.ErrAbortHandler)
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if isImagesPath(req.Path) {
+			_, _ = w.Write(p.imagesAnswer(req))
+			return
+		}
 		_, _ = w.Write(p.auxAnswer(req))
 		return
 	}

@@ -102,6 +102,34 @@ func (anthropicCodec) encodeStreamError(_ *translation, dst []byte, fe *failure.
 // ever same-dialect and non-stream, so the pass-through rewrite and error handling apply as is.
 func EmbeddingsCodec() Codec { return embeddingsCodec{} }
 
+// ImagesCodec is the OpenAI codec of POST /v1/images/generations: the images request parser
+// and response check (usage from input_tokens/output_tokens); same-dialect and non-stream only,
+// errors as the OpenAI codec's (a content_policy_violation is content_policy: no failover).
+func ImagesCodec() Codec { return imagesCodec{} }
+
+// ImageEditsCodec is ImagesCodec for POST /v1/images/edits: the body is multipart/form-data
+// (openai.ParseImageEdit), forwarded with only the model part's value rewritten.
+func ImageEditsCodec() Codec { return imageEditsCodec{} }
+
+type imagesCodec struct{ openaiCodec }
+
+func (imagesCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
+	return openai.ParseImagesRequest(b)
+}
+func (imagesCodec) RewriteResponse(dst, b []byte, _ string) ([]byte, dialect.Usage, bool, error) {
+	return openai.RewriteImagesResponse(dst, b)
+}
+
+type imageEditsCodec struct{ imagesCodec }
+
+func (imageEditsCodec) ParseRequest(b []byte) (dialect.RequestInfo, error) {
+	e, err := openai.ParseImageEdit(b, nil)
+	return e.Info, err
+}
+func (imageEditsCodec) AppendUpstreamBody(dst, b []byte, i *dialect.RequestInfo, m string) []byte {
+	return openai.AppendImageEditBody(dst, b, i, m)
+}
+
 // CountTokensCodec is the Anthropic codec with the count_tokens request parser.
 func CountTokensCodec() Codec { return countTokensCodec{} }
 

@@ -67,6 +67,9 @@ type Request struct {
 	// closed dedicated endpoint shows in x-switchyard-provider and provider_metadata (issue 11
 	// item 7, metadata.go); nil: the deployment's provider always.
 	GatewayProvider []string
+	// ContentType is the Content-Type of Body sent upstream; nil is application/json (the image
+	// edits' multipart/form-data body carries its boundary here; AppendUpstreamBody keeps it).
+	ContentType []string
 	// CapOutput holds a metered request (one that reserves money, R-BILL-1) to its reserve's
 	// output basis: when the caller set no output cap, each attempt's upstream request carries
 	// the basis of its model (admission.OutputTokens: the model's max_output_tokens, else 4096)
@@ -251,6 +254,9 @@ type attemptRun struct {
 	// estimated says a committed non-stream answer had no usage report: its usage is the
 	// estimate of complete.
 	estimated bool
+	// images is the number of images a committed images answer returned (its data array),
+	// billed at the price's PerImageUSD.
+	images int64
 	// up is the deployment's dialect codec; cross says it differs from the caller's.
 	up    Codec
 	cross bool
@@ -483,7 +489,7 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	r.upName = r.a.UpstreamModel
 	r.headers = headers
 	stream := r.req.Info.Stream
-	call, err := client.Send(ctx, r.req.Protocol, r.sc.body, stream, r.req.AnthropicBeta)
+	call, err := client.SendTyped(ctx, r.req.Protocol, r.sc.body, r.req.ContentType, stream, r.req.AnthropicBeta)
 	if err != nil {
 		return err
 	}
@@ -566,10 +572,18 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 	if err != nil {
 		return err
 	}
+	images := r.req.Protocol == catalog.ProtocolImages || r.req.Protocol == catalog.ProtocolImageEdits
+	if images {
+		r.images = max(dialect.Get(b, "data.#").Int(), 0)
+	}
 	if !seen {
 		// No usage report (R-BILL-2): input from the request estimate, output from the answer's
-		// text by the same bytes/4 estimate, marked estimated; never billed 0.
-		usage = dialect.Usage{Input: int64(r.req.InputTokens), Output: estimateOutput(r.up, b)}
+		// text by the same bytes/4 estimate (none for images: they bill per image, PerImageUSD),
+		// marked estimated; never billed 0.
+		usage = dialect.Usage{Input: int64(r.req.InputTokens)}
+		if !images {
+			usage.Output = estimateOutput(r.up, b)
+		}
 		r.estimated = true
 	}
 	ms := msSince(r.a.DispatchedAt, time.Now())
@@ -835,6 +849,10 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 	r.res.Usage = u
 	r.a.Tokens = audit.Tokens(u)
 	r.a.CostUSD = costUSD(u, r.a.Price)
+	if r.images > 0 && r.a.Price != nil && r.a.Price.PerImageUSD > 0 {
+		// Images are billed per image returned on top of their tokens (docs/routing.md "Images").
+		r.a.CostUSD = math.Round(r.a.CostUSD*1e6+float64(r.images)*r.a.Price.PerImageUSD*1e6) / 1e6
+	}
 }
 
 // MaxUsageTokens bounds each provider-reported token count (2^40, about 10^12: far above any
@@ -863,9 +881,9 @@ func priceOf(m *catalog.Model, rt *catalog.Route) (*audit.PriceSnapshot, string)
 	case rt.Deployment.BYOK: // the caller's own key: its provider bills the caller (R-POLICY)
 		return nil, BillingBYOK
 	case m != nil && m.Price != nil:
-		return &audit.PriceSnapshot{InputPerMTokUSD: m.Price.InputPerMTokUSD, OutputPerMTokUSD: m.Price.OutputPerMTokUSD}, "model_price"
+		return &audit.PriceSnapshot{InputPerMTokUSD: m.Price.InputPerMTokUSD, OutputPerMTokUSD: m.Price.OutputPerMTokUSD, PerImageUSD: m.Price.PerImageUSD}, "model_price"
 	case rt.Price != nil:
-		return &audit.PriceSnapshot{InputPerMTokUSD: rt.Price.InputPerMTokUSD, OutputPerMTokUSD: rt.Price.OutputPerMTokUSD}, "route_price"
+		return &audit.PriceSnapshot{InputPerMTokUSD: rt.Price.InputPerMTokUSD, OutputPerMTokUSD: rt.Price.OutputPerMTokUSD, PerImageUSD: rt.Price.PerImageUSD}, "route_price"
 	}
 	return nil, "unpriced"
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/billing"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
+	"github.com/switchyard-gw/switchyard/internal/dialect/form"
+	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/relay"
@@ -34,6 +36,8 @@ type callState struct {
 	fallbacks []relay.Fallback
 	// byok is scratch for the routes of the caller's own connections (byok.go).
 	byok []*catalog.Route
+	// form is scratch for the consumed parts of a multipart body (readFormHints).
+	form []form.Part
 	// metered says the request holds money (a budget or a prepaid balance): reserve sets it.
 	metered bool
 	// obs is what the metrics, the access log and the trace need beyond the audit record
@@ -80,9 +84,20 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		return
 	}
 	rec.Account, ob.keyID = who.account, who.keyID
+	var boundary string
+	if sf.form { // refused before the body is read: a multipart surface needs its boundary
+		if boundary, err = form.Boundary(r.Header.Get("Content-Type")); err != nil {
+			fail(err)
+			return
+		}
+	}
 	body, err := s.readBody(w, r, cs)
 	if err != nil {
 		fail(err)
+		return
+	}
+	if sf.form && openai.FirstBoundary(body) != boundary {
+		fail(&failure.Error{Class: failure.InvalidRequest, Msg: "the multipart/form-data body does not begin with the boundary of its Content-Type header"})
 		return
 	}
 	err = s.route(cs, who, sf, body, &pr)
@@ -116,6 +131,9 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
 		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording(),
 		Events: &rec.AdmissionEvents, Debug: pr.debug, ReservedMaxUSD: float64(reserve) / 1e6}
+	if sf.form {
+		cs.req.ContentType = r.Header["Content-Type"] // the caller's boundary: the body keeps it
+	}
 	p := &cs.plan
 	out := s.relay.Run(ctx, w, &cs.req, p)
 	cs.req = relay.Request{}

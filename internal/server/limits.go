@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -112,7 +113,9 @@ func keyLayers(k *config.Key, accounts map[string]admission.Limits) []admission.
 // catalog model's price when set, else at the most expensive price among its candidates' routes,
 // input and output each, so that failover to a dearer route is covered. The caller's own
 // connections (BYOK) cost nothing: a plan of BYOK routes only reserves 0. Only model calls have
-// an output; embeddings and token counts are charged their input.
+// an output; embeddings and token counts are charged their input. An images request's output
+// basis is ImageOutputTokens per image asked (n), and its reserve adds n x the price's per-image
+// USD (docs/routing.md "Images").
 func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, reserveMicroUSD int64) {
 	in := int64(pr.inputTokens)
 	var outMax int64
@@ -121,11 +124,15 @@ func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, res
 			return // a plan that cannot run costs nothing
 		}
 		var out int64
-		if protocol == catalog.ProtocolModel {
+		images := protocol == catalog.ProtocolImages || protocol == catalog.ProtocolImageEdits
+		switch {
+		case protocol == catalog.ProtocolModel:
 			out = admission.OutputTokens(pr.info.MaxTokens, int64(m.MaxOutputTokens))
+		case images:
+			out = int64(max(pr.info.Images, 1)) * ImageOutputTokens
 		}
 		outMax = max(outMax, out)
-		var pin, pout float64
+		var pin, pout, pimg float64
 		house := false // the caller's own connections cost the house nothing (R-POLICY)
 		for _, c := range p.Candidates {
 			if c.Route.Deployment.BYOK {
@@ -133,20 +140,37 @@ func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, res
 			}
 			house = true
 			if rp := c.Route.Price; rp != nil && m.Price == nil {
-				pin, pout = max(pin, rp.InputPerMTokUSD), max(pout, rp.OutputPerMTokUSD)
+				pin, pout, pimg = max(pin, rp.InputPerMTokUSD), max(pout, rp.OutputPerMTokUSD), max(pimg, rp.PerImageUSD)
 			}
 		}
 		if !house {
 			return
 		}
 		if m.Price != nil {
-			pin, pout = m.Price.InputPerMTokUSD, m.Price.OutputPerMTokUSD
+			pin, pout, pimg = m.Price.InputPerMTokUSD, m.Price.OutputPerMTokUSD, m.Price.PerImageUSD
 		}
-		reserveMicroUSD = max(reserveMicroUSD, admission.CostMicroUSD(in, out, pin, pout))
+		cost := admission.CostMicroUSD(in, out, pin, pout)
+		if images && pimg > 0 {
+			cost = satAdd(cost, admission.MicroUSD(float64(max(pr.info.Images, 1))*pimg))
+		}
+		reserveMicroUSD = max(reserveMicroUSD, cost)
 	}
 	one(pr.res.Model, &cs.plan)
 	for i := range cs.fallbacks {
 		one(cs.fallbacks[i].Resolution.Model, cs.fallbacks[i].Plan)
 	}
 	return in + outMax, reserveMicroUSD
+}
+
+// ImageOutputTokens is the output basis of one image in the reserve and the tpm charge of an
+// images request: the most output tokens one GPT image model image is billed (gpt-image-1 at
+// high quality, 1024x1536 or 1536x1024: 6,240).
+const ImageOutputTokens = 6240
+
+// satAdd adds two non-negative micro-USD amounts, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -257,8 +257,8 @@ func (s *Server) explain(cs *callState, who caller, body []byte) (*RoutePlan, er
 func Explain(cfg *config.Config, cat *catalog.Catalog, key string, body []byte) (*RoutePlan, error) {
 	s := &Server{cat: cat, routable: new(routableState), byok: new(byokSet), strategy: cfg.Routing.Strategy, attemptLimit: max(cfg.Routing.AttemptLimit, 0),
 		blend:    plan.Blend{Input: cfg.Routing.PriceBlend.Input, Output: cfg.Routing.PriceBlend.Output},
-		chat:     &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)},
-		messages: &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)}}
+		chat:     &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI), false},
+		messages: &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic), false}}
 	cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D()}
 	s.circuits = circuit.NewSet(cs, cs)
 	who := caller{allowOverride: true, anyEndpoint: true}

@@ -13,6 +13,8 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/dialect/form"
+	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
 	"github.com/switchyard-gw/switchyard/internal/relay"
@@ -48,7 +50,7 @@ var consumedMembers = [...]string{"provider", "models", "extra"}
 // *failure.Error naming the field.
 func readHints(body []byte, sf *surface) (routeHints, error) {
 	var h routeHints
-	var provider, models, extra, pck, convo, system, tools, functions gjson.Result
+	var provider, models, extra, pck, convo, system, tools, functions, prompt gjson.Result
 	dialect.ScanObject(gjson.Parse(dialect.View(body)), func(k string, v gjson.Result) {
 		switch k {
 		case "provider":
@@ -67,28 +69,19 @@ func readHints(body []byte, sf *surface) (routeHints, error) {
 			tools = v
 		case "functions":
 			functions = v
+		case "prompt":
+			prompt = v
 		}
 	})
-	if err := readProvider(provider, &h.prefs); err != nil {
+	if err := hintsFrom(&h, provider, models, extra); err != nil {
 		return h, err
 	}
-	var err error
-	if extra.Exists() && extra.Type != gjson.Null {
-		if !extra.IsObject() {
-			return h, failure.Invalid("extra", "`extra` must be an object")
-		}
-		if h.fallbacks, err = appendModelList(h.fallbacks, extra.Get("fallbacks"), "extra.fallbacks"); err != nil {
-			return h, err
-		}
-		if h.debug, err = readDebug(extra.Get("debug")); err != nil {
-			return h, err
-		}
-	}
-	if h.fallbacks, err = appendModelList(h.fallbacks, models, "models"); err != nil {
-		return h, err
-	}
-	if sf.protocol == catalog.ProtocolEmbeddings {
+	switch sf.protocol {
+	case catalog.ProtocolEmbeddings:
 		return h, nil // no conversation and no context fit for embeddings
+	case catalog.ProtocolImages:
+		h.inputTokens = len(prompt.Raw) / 4
+		return h, nil
 	}
 	h.sessionKey = sessionKey(pck, system, convo)
 	h.inputTokens = estimateTokens(system, convo, tools, functions)
@@ -136,6 +129,69 @@ func readDebug(v gjson.Result) (bool, error) {
 		return on, err
 	}
 	return false, failure.Invalid("extra.debug", msg)
+}
+
+// hintsFrom reads the provider preferences, the fallback models (extra.fallbacks, then
+// models) and extra.debug into h.
+func hintsFrom(h *routeHints, provider, models, extra gjson.Result) error {
+	if err := readProvider(provider, &h.prefs); err != nil {
+		return err
+	}
+	var err error
+	if extra.Exists() && extra.Type != gjson.Null {
+		if !extra.IsObject() {
+			return failure.Invalid("extra", "`extra` must be an object")
+		}
+		if h.fallbacks, err = appendModelList(h.fallbacks, extra.Get("fallbacks"), "extra.fallbacks"); err != nil {
+			return err
+		}
+		if h.debug, err = readDebug(extra.Get("debug")); err != nil {
+			return err
+		}
+	}
+	h.fallbacks, err = appendModelList(h.fallbacks, models, "models")
+	return err
+}
+
+// readFormHints is readHints for a multipart surface (POST /v1/images/edits): the form fields
+// extra, provider and models hold the JSON the JSON surfaces take in the members of those
+// names (each a valid JSON value nested at most dialect.MaxDepth levels, else 400), and the
+// input estimate is the prompt's bytes / 4 plus mediaTokens per image or mask file. cs.form
+// keeps the consumed parts for the strip.
+func readFormHints(cs *callState, body []byte) (routeHints, error) {
+	var h routeHints
+	e, err := openai.ParseImageEdit(body, cs.form)
+	cs.form = e.Consumed
+	if err != nil {
+		return h, err
+	}
+	h.consumed = len(e.Consumed) > 0
+	var vals [3]gjson.Result
+	for i, name := range [...]string{"provider", "models", "extra"} {
+		v, ok := e.Get(body, name)
+		if !ok {
+			continue
+		}
+		if !dialect.ValidString(v) {
+			return h, failure.Invalid(name, "the form field `"+name+"` must be JSON (nested at most 128 levels)")
+		}
+		vals[i] = gjson.Parse(v)
+	}
+	if err := hintsFrom(&h, vals[0], vals[1], vals[2]); err != nil {
+		return h, err
+	}
+	h.inputTokens = e.PromptBytes/4 + e.Files*mediaTokens
+	return h, nil
+}
+
+// stripForm appends the multipart body without its consumed parts (cs.form, from
+// readFormHints) to dst: every other byte is the caller's.
+func stripForm(dst, body []byte, parts []form.Part) []byte {
+	var edits [3]form.Edit
+	for i := range parts {
+		edits[i] = form.Edit{Start: parts[i].Start, End: parts[i].End, Drop: true}
+	}
+	return form.AppendEdited(dst, body, edits[:len(parts)])
 }
 
 // readProvider fills p from the request's provider object (R-ORDER-6): order, only and ignore
@@ -416,7 +472,12 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		pr.refused, pr.refusedModel, pr.refusedReason = true, res, plan.ReasonModels
 		return err
 	}
-	h, err := readHints(body, sf)
+	var h routeHints
+	if sf.form {
+		h, err = readFormHints(cs, body)
+	} else {
+		h, err = readHints(body, sf)
+	}
 	if err != nil {
 		return err
 	}
@@ -436,7 +497,11 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		return failure.Invalid("provider.sort", "`provider.sort` contradicts the model's :@"+sx.Strategy+" suffix")
 	}
 	if h.consumed {
-		cs.stripped = stripConsumed(cs.stripped[:0], body)
+		if sf.form {
+			cs.stripped = stripForm(cs.stripped[:0], body, cs.form)
+		} else {
+			cs.stripped = stripConsumed(cs.stripped[:0], body)
+		}
 		body = cs.stripped
 		if info, err = sf.codec.ParseRequest(body); err != nil {
 			return err

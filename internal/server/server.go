@@ -62,6 +62,8 @@ const (
 	SurfaceResponses   = "openai.responses"
 	SurfaceMessages    = "anthropic.messages"
 	SurfaceCountTokens = "anthropic.count_tokens"
+	SurfaceImages      = "openai.images"
+	SurfaceImageEdits  = "openai.image_edits"
 )
 
 // surface is one endpoint that calls a model: the caller's dialect, its name in the audit, the
@@ -71,6 +73,8 @@ type surface struct {
 	name     string
 	protocol catalog.Protocol
 	codec    relay.Codec
+	// form says the body is multipart/form-data (POST /v1/images/edits), not JSON.
+	form bool
 }
 
 // Options are the server's collaborators.
@@ -328,14 +332,16 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 	s.pool.New = func() any { return new(callState) }
 
 	mux := http.NewServeMux()
-	s.chat = &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI)}
-	s.messages = &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic)}
+	s.chat = &surface{catalog.OpenAI, SurfaceChat, catalog.ProtocolModel, relay.CodecFor(catalog.OpenAI), false}
+	s.messages = &surface{catalog.Anthropic, SurfaceMessages, catalog.ProtocolModel, relay.CodecFor(catalog.Anthropic), false}
 	for path, sf := range map[string]*surface{
 		"POST /v1/chat/completions":      s.chat,
-		"POST /v1/embeddings":            {catalog.OpenAI, SurfaceEmbeddings, catalog.ProtocolEmbeddings, relay.EmbeddingsCodec()},
-		"POST /v1/responses":             {catalog.Responses, SurfaceResponses, catalog.ProtocolModel, relay.ResponsesCodec()},
+		"POST /v1/embeddings":            {catalog.OpenAI, SurfaceEmbeddings, catalog.ProtocolEmbeddings, relay.EmbeddingsCodec(), false},
+		"POST /v1/responses":             {catalog.Responses, SurfaceResponses, catalog.ProtocolModel, relay.ResponsesCodec(), false},
 		"POST /v1/messages":              s.messages,
-		"POST /v1/messages/count_tokens": {catalog.Anthropic, SurfaceCountTokens, catalog.ProtocolCountTokens, relay.CountTokensCodec()},
+		"POST /v1/messages/count_tokens": {catalog.Anthropic, SurfaceCountTokens, catalog.ProtocolCountTokens, relay.CountTokensCodec(), false},
+		"POST /v1/images/generations":    {catalog.OpenAI, SurfaceImages, catalog.ProtocolImages, relay.ImagesCodec(), false},
+		"POST /v1/images/edits":          {catalog.OpenAI, SurfaceImageEdits, catalog.ProtocolImageEdits, relay.ImageEditsCodec(), true},
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) { s.serveModelCall(w, r, sf) })
 	}

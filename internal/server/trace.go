@@ -60,6 +60,8 @@ func operationName(surface string) string {
 		return "embeddings"
 	case SurfaceCountTokens:
 		return "count_tokens"
+	case SurfaceImages, SurfaceImageEdits:
+		return "generate_content"
 	}
 	return "chat"
 }

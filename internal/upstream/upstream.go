@@ -123,6 +123,10 @@ func EndpointOf(dep *catalog.Deployment, op catalog.Protocol) string {
 		return base + "/chat/completions"
 	case dep.Dialect != catalog.Anthropic && op == catalog.ProtocolEmbeddings:
 		return base + "/embeddings"
+	case dep.Dialect != catalog.Anthropic && op == catalog.ProtocolImages:
+		return base + "/images/generations"
+	case dep.Dialect != catalog.Anthropic && op == catalog.ProtocolImageEdits:
+		return base + "/images/edits"
 	}
 	return ""
 }
@@ -158,6 +162,12 @@ type Call struct {
 // Errors are *failure.Error: upstream_timeout (Hang) for a missed deadline, cancelled when ctx
 // ended, upstream_error for a refused or reset connection.
 func (c *Client) Send(ctx context.Context, op catalog.Protocol, body []byte, stream bool, anthropicBeta string) (*Call, error) {
+	return c.SendTyped(ctx, op, body, nil, stream, anthropicBeta)
+}
+
+// SendTyped is Send with the body's Content-Type header value given: nil is application/json;
+// the image edits' multipart/form-data body carries its boundary there.
+func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte, contentType []string, stream bool, anthropicBeta string) (*Call, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	d := c.deadlines.Headers
 	if stream {
@@ -179,6 +189,9 @@ func (c *Client) Send(ctx context.Context, op catalog.Protocol, body []byte, str
 	h := make(http.Header, 5)
 	req.Header = h
 	h["Content-Type"] = jsonValue
+	if contentType != nil {
+		h["Content-Type"] = contentType
+	}
 	if stream {
 		h["Accept"] = eventStreamValue
 	} else {

@@ -127,3 +127,25 @@ func FuzzProviderBytes(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseImageEdit: no multipart body panics the image edit parser; an accepted one has
+// its model at the offsets it reports, and the rewritten body parses again with the new model
+// and the same n.
+func FuzzParseImageEdit(f *testing.F) {
+	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=model\r\n\r\ngpt-image-1\r\n--b\r\nContent-Disposition: form-data; name=prompt\r\n\r\nhat\r\n--b\r\nContent-Disposition: form-data; name=\"image[]\"; filename=a.png\r\n\r\nPNG\r\n--b--\r\n"))
+	f.Add([]byte("--b\r\nContent-Disposition: form-data; name=n\r\n\r\n3\r\n--b\r\nContent-Disposition: form-data; name=extra\r\n\r\n{}\r\n--b--"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e, err := openai.ParseImageEdit(body, nil)
+		if err != nil {
+			return
+		}
+		if string(body[e.Info.ModelStart:e.Info.ModelEnd]) != e.Info.Model || e.Info.Images < 1 || e.Info.Images > openai.MaxImages {
+			t.Fatalf("info %+v", e.Info)
+		}
+		out := openai.AppendImageEditBody(nil, body, &e.Info, "upstream-model")
+		again, err := openai.ParseImageEdit(out, nil)
+		if err != nil || again.Info.Model != "upstream-model" || again.Info.Images != e.Info.Images || len(again.Consumed) != len(e.Consumed) {
+			t.Fatalf("rewritten body: %v %+v", err, again.Info)
+		}
+	})
+}
