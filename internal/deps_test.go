@@ -20,7 +20,8 @@ func deps(t *testing.T, pkg string) []string {
 }
 
 // TestImportRules: catalog, plan, circuit, failure, config and dialect stay off net/http;
-// dialect packages import only dialect, failure and sse of ours; plan never imports the relay
+// dialect packages import only dialect, failure and sse of ours (and dialect/form, the multipart
+// scanner, which imports only failure); plan never imports the relay
 // or the server; nothing below server imports server.
 func TestImportRules(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,11 +35,12 @@ func TestImportRules(t *testing.T) {
 		{pkg: "failure", forbidden: []string{"net/http"}},
 		{pkg: "config", forbidden: []string{"net/http"}},
 		{pkg: "dialect", forbidden: []string{"net/http"}},
-		{pkg: "dialect/openai", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/openai", "failure", "sse"}},
+		{pkg: "dialect/openai", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/form", "dialect/openai", "failure", "sse"}},
+		{pkg: "dialect/form", forbidden: []string{"net/http"}, ours: []string{"dialect/form", "failure"}},
 		{pkg: "dialect/anthropic", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/anthropic", "failure", "sse"}},
 		{pkg: "sse", forbidden: []string{"net/http", "encoding/json"}},
 		{pkg: "relay", forbidden: []string{module + "server"}},
-		{pkg: "dialect/responses", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/openai", "dialect/responses", "failure", "sse"}},
+		{pkg: "dialect/responses", forbidden: []string{"net/http"}, ours: []string{"dialect", "dialect/form", "dialect/openai", "dialect/responses", "failure", "sse"}},
 		{pkg: "admission", forbidden: []string{"net/http"}},
 		{pkg: "billing", forbidden: []string{"net/http", module + "relay", module + "server"}},
 		{pkg: "accounts", forbidden: []string{"net/http", module + "store/sqlite", module + "store/postgres", module + "server"}},
