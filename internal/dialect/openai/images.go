@@ -224,7 +224,8 @@ func AppendImageEditBody(dst, body []byte, info *dialect.RequestInfo, upstreamMo
 }
 
 // RewriteImagesResponse checks a non-stream images response (an object: {"created", "data":
-// [{"b64_json"|"url", ...}], "usage"?}), appends it to dst unchanged, and returns its usage
+// [{"b64_json"|"url", ...}], "usage"?}; an empty or missing data array, or an error member, is
+// an upstream_error that fails over, dialect.CheckAnswer), appends it to dst unchanged, and returns its usage
 // (ok=false when it has none): GPT image models report {input_tokens, output_tokens,
 // input_tokens_details: {text_tokens, image_tokens, cached_tokens?}}; input_tokens counts
 // every prompt token (text and image), cached ones included, so Input = input_tokens - cached.
@@ -233,8 +234,11 @@ func RewriteImagesResponse(dst, body []byte) ([]byte, dialect.Usage, bool, error
 	if dialect.TooDeep(body) {
 		return dst, u, false, dialect.ResponseTooDeep()
 	}
-	if !gjson.ValidBytes(body) || !gjson.Parse(dialect.View(body)).IsObject() || !dialect.Get(body, "data").IsArray() {
+	if !gjson.ValidBytes(body) {
 		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable images response"}
+	}
+	if err := dialect.CheckAnswer(body, "data", false); err != nil {
+		return dst, u, false, err // no image, or an error object sent with status 200: fails over
 	}
 	ur := dialect.Get(body, "usage")
 	ok := ur.IsObject() && (ur.Get("input_tokens").Exists() || ur.Get("output_tokens").Exists())

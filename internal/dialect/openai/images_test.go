@@ -42,7 +42,7 @@ func TestRewriteImagesResponse(t *testing.T) {
 	if _, _, ok, err := openai.RewriteImagesResponse(nil, []byte(`{"created":1,"data":[{"url":"https://x"}]}`)); err != nil || ok {
 		t.Fatalf("no usage: %v %v", ok, err)
 	}
-	for _, b := range []string{`{"choices":[]}`, `[]`, `not json`} {
+	for _, b := range []string{`{"choices":[]}`, `[]`, `not json`, `{"created":1,"data":[]}`, `{"data":[{"b64_json":"x"}],"error":{"message":"m"}}`} {
 		if _, _, _, err := openai.RewriteImagesResponse(nil, []byte(b)); failure.From(err).Class != failure.UpstreamError {
 			t.Errorf("%s: %v", b, err)
 		}
