@@ -87,6 +87,10 @@ type Options struct {
 	Box      Sealer
 	Catalog  *catalog.Catalog
 	Routable Routable
+	// Stats and Circuits are the routes' measurements and circuit states of the route
+	// statistics; nil shows none (every circuit closed, no sample).
+	Stats    RouteStats
+	Circuits Circuits
 	// Strategy is routing.strategy ("" is config.DefaultStrategy), the default layer of a
 	// key's effective settings.
 	Strategy string
@@ -115,6 +119,9 @@ func New(o Options) http.Handler {
 	if a.Logf == nil {
 		a.Logf = func(string, ...any) {}
 	}
+	if a.Routable == nil {
+		a.Routable = configRoutable{}
+	}
 	if a.Box == nil {
 		a.Box = (*secret.Box)(nil) // the clear: sealed values do not open
 	}
@@ -127,6 +134,8 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/v1/keys", a.listKeys)
 	mux.HandleFunc("GET /admin/v1/policies", a.listPolicies)
 	mux.HandleFunc("GET /admin/v1/connections", a.listConnections)
+	mux.HandleFunc("GET /admin/v1/stats/models", a.statsModels)
+	mux.HandleFunc("GET /admin/v1/stats/deployments", a.statsDeployments)
 	mux.HandleFunc("POST /admin/v1/accounts", a.createAccount)
 	mux.HandleFunc("GET /admin/v1/accounts/{id}", a.getAccount)
 	mux.HandleFunc("PATCH /admin/v1/accounts/{id}", a.patchAccount)

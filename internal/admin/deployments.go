@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -138,3 +139,21 @@ func (a *api) patchRoutable(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, a.deploymentRoutable(d))
 }
+
+// routeState is the routable state of the route of model ("" when the deployment has none).
+func (d deploymentRoutableJSON) routeState(model string) routableJSON {
+	for _, r := range d.Routes {
+		if r.Model == model {
+			return r.routableJSON
+		}
+	}
+	return routableJSON{}
+}
+
+// configRoutable is the routable state without overrides: the configuration's flags (Options
+// without a Routable).
+type configRoutable struct{}
+
+func (configRoutable) Disabled(rt *catalog.Route) bool      { return rt.Deployment.Disabled || rt.Disabled }
+func (configRoutable) Override(string, string) (bool, bool) { return false, false }
+func (configRoutable) Reload(context.Context) error         { return nil }

@@ -91,6 +91,8 @@ func (s *Server) adminHandler() http.Handler {
 		Token:          s.cfg.Admin.Token,
 		Catalog:        s.cat,
 		Routable:       routableAdmin{s},
+		Stats:          s.stats,
+		Circuits:       s.circuits,
 		Strategy:       s.strategy,
 		DropConnection: s.dropBYOK,
 		NotFound:       http.HandlerFunc(s.serveNotFound),

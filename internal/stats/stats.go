@@ -150,11 +150,7 @@ func (c *Collector) Uptime(deployment, model string) (ratio float64, ok bool) {
 	if e == nil {
 		return 0, false
 	}
-	s := e.current(hourOf(c.now()))
-	if s.upCounted < UptimeMinimum {
-		return 0, false
-	}
-	return float64(s.upOK) / float64(s.upCounted), true
+	return e.current(hourOf(c.now())).uptime()
 }
 
 // apply adds o to its route's and its deployment's windows. Run's goroutine only.
@@ -193,6 +189,12 @@ func (c *Collector) apply(o Observation) {
 			if o.TTFT > 0 {
 				b.ttftN++
 				b.ttftMillis += float64(o.TTFT) / float64(time.Millisecond)
+				b.ttftHist[histBin(o.TTFT)]++
+			}
+			if o.Duration > 0 {
+				b.latN++
+				b.latMillis += float64(o.Duration) / float64(time.Millisecond)
+				b.latHist[histBin(o.Duration)]++
 			}
 			gen := o.Duration
 			if o.TTFT > 0 && o.Duration > o.TTFT {
@@ -263,6 +265,10 @@ type bucket struct {
 	tpsN       int64
 	tokens     int64   // output tokens, sum
 	genSeconds float64 // generation time after the first token, sum
+	latN       int64   // successful attempts with a duration
+	latMillis  float64 // their durations, sum
+	// the distributions of the TTFT and duration samples (histBin)
+	ttftHist, latHist [histBins]uint32
 }
 
 // entry is one route's (or deployment's) ring of buckets and its last snapshot.
@@ -278,6 +284,16 @@ type snapshot struct {
 	hour            int64
 	route           plan.RouteStats
 	upOK, upCounted int64
+	ttft, latency   Quantiles
+}
+
+// uptime is the snapshot's uptime and whether it is shown (R-CIRCUIT-8: from UptimeMinimum
+// counted requests).
+func (s *snapshot) uptime() (float64, bool) {
+	if s.upCounted < UptimeMinimum {
+		return 0, false
+	}
+	return float64(s.upOK) / float64(s.upCounted), true
 }
 
 // current returns the snapshot for hour now, recomputing it if the published one is of
@@ -310,6 +326,12 @@ func (e *entry) compute(now int64) *snapshot {
 			t.tpsN += b.tpsN
 			t.tokens += b.tokens
 			t.genSeconds += b.genSeconds
+			t.latN += b.latN
+			t.latMillis += b.latMillis
+			for j := range histBins {
+				t.ttftHist[j] += b.ttftHist[j]
+				t.latHist[j] += b.latHist[j]
+			}
 		}
 	}
 	s := &snapshot{hour: now, upOK: t.ok, upCounted: t.ok + t.upFail}
@@ -323,5 +345,7 @@ func (e *entry) compute(now int64) *snapshot {
 	if s.route.ThroughputSamples = int(t.tpsN); t.tpsN > 0 && t.genSeconds > 0 {
 		s.route.TokensPerSec = float64(t.tokens) / t.genSeconds
 	}
+	s.ttft = quantiles(&t.ttftHist, t.ttftN, t.ttftMillis)
+	s.latency = quantiles(&t.latHist, t.latN, t.latMillis)
 	return s
 }
