@@ -372,7 +372,7 @@ func TestConsoleMount(t *testing.T) {
 	csrf := string(b[i+len(`name="csrf-token" content="`):])
 	csrf = csrf[:strings.IndexByte(csrf, '"')]
 	// The plan as the operator: a strategy suffix is allowed without any key.
-	plan, _ := http.NewRequest("POST", g.URL+"/console/api/route", strings.NewReader(`{"model":"gpt-4o-mini:@latency","messages":[]}`))
+	plan, _ := http.NewRequest("POST", g.URL+"/console/api/route", strings.NewReader(`{"model":"gpt-4o-mini:@latency","messages":[{"role":"user","content":"Hello"}]}`))
 	plan.AddCookie(ck)
 	plan.Header.Set("X-Switchyard-Csrf", csrf)
 	resp, err = noRedirect.Do(plan)
@@ -393,7 +393,7 @@ func TestConsoleMount(t *testing.T) {
 	}
 	// The same body to the public POST /v1/route without a key is refused: the console's plan
 	// is the operator's only.
-	resp, err = http.Post(g.URL+"/v1/route", "application/json", strings.NewReader(`{"model":"gpt-4o-mini","messages":[]}`))
+	resp, err = http.Post(g.URL+"/v1/route", "application/json", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hello"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,9 @@ func TestConsoleMount(t *testing.T) {
 }
 
 // TestConsoleInBrowser drives the console in headless Chromium against the real gateway: log
-// in; a field fixed by the account is read-only on the key; an edit that empties the models is refused with its conflict named;
+// in; a request that fails over appears in Logs with both attempts and opens in the detail
+// view; a route's uptime appears only from 100 counted requests; a field fixed by the account
+// is read-only on the key; an edit that empties the models is refused with its conflict named;
 // a key created shows its secret once and works; a key revoked is refused to the SDK. Every
 // page is keyboard-reachable, labels its inputs, fits a narrow window, and reports no console
 // error.
@@ -498,6 +500,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		noErrors(t)
 	})
 
+	t.Run("uptime appears from 100 counted requests", func(t *testing.T) {
+		run(t, chromedp.Navigate(g.URL+"/console/models"), chromedp.WaitVisible(chromedp.CSS(`[data-uptime="oa-primary"]`)))
+		if _, err := g.chat(k1.Secret); err != nil {
+			t.Fatal(err)
+		}
+		run(t, poll(`document.querySelector('[data-uptime="oa-primary"]') !== null`, 10*time.Second))
+		if up := text(t, `[data-uptime="oa-primary"]`); strings.TrimSpace(up) != "" {
+			t.Errorf("uptime of oa-primary after 1 counted request: %q, want blank", up)
+		}
+		for i := 0; i < 100; i++ {
+			if _, err := g.chat(k1.Secret); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		// Auto-refresh shows it: 100 of 100 succeeded.
+		run(t, poll(`document.querySelector('[data-uptime="oa-primary"]').textContent === '100.00%'`, 30*time.Second))
+		// The plan of a sample request.
+		run(t, chromedp.Click(chromedp.CSS(`#plan-h ~ form button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS("#plan table")))
+		if plan := text(t, "#plan"); !strings.Contains(plan, "oa-primary") || !strings.Contains(plan, "oa-backup") || !strings.Contains(plan, "Strategy price") {
+			t.Errorf("plan: %q", plan)
+		}
+		accessible(t, "models")
+		shot(t, "04-models")
+		noErrors(t)
+	})
+
 	t.Run("a field fixed by the account is read-only; a 409 names its conflict", func(t *testing.T) {
 		run(t, chromedp.Navigate(g.URL+"/console/keys?account="+acctB.ID+"&key="+k2.ID), chromedp.WaitVisible(chromedp.ID("settings-key")))
 		fixed, tag := text(t, "#s-key-strategy"), js(t, `document.getElementById('s-key-strategy').tagName`)
@@ -549,7 +577,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("narrow window", func(t *testing.T) {
 		run(t, chromedp.EmulateViewport(420, 800))
-		for _, p := range []string{"keys?account=" + acctA.ID} {
+		for _, p := range []string{"models", "keys?account=" + acctA.ID} {
 			run(t, chromedp.Navigate(g.URL+"/console/"+p), chromedp.WaitVisible(chromedp.CSS("main h1")),
 				poll(`!document.querySelector('main').textContent.includes('Loading')`, 10*time.Second))
 			accessible(t, "narrow "+p)
