@@ -91,6 +91,8 @@ type Options struct {
 	// statistics; nil shows none (every circuit closed, no sample).
 	Stats    RouteStats
 	Circuits Circuits
+	// Audit is the call log (*audit.Recorder); nil answers 503 to its endpoints.
+	Audit AuditLog
 	// Strategy is routing.strategy ("" is config.DefaultStrategy), the default layer of a
 	// key's effective settings.
 	Strategy string
@@ -136,6 +138,8 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/v1/connections", a.listConnections)
 	mux.HandleFunc("GET /admin/v1/stats/models", a.statsModels)
 	mux.HandleFunc("GET /admin/v1/stats/deployments", a.statsDeployments)
+	mux.HandleFunc("GET /admin/v1/requests", a.listRequests)
+	mux.HandleFunc("GET /admin/v1/requests/{id}", a.getRequest)
 	mux.HandleFunc("POST /admin/v1/accounts", a.createAccount)
 	mux.HandleFunc("GET /admin/v1/accounts/{id}", a.getAccount)
 	mux.HandleFunc("PATCH /admin/v1/accounts/{id}", a.patchAccount)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admin"
+	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/store/postgres"
 	"github.com/switchyard-gw/switchyard/internal/store/sqlite"
@@ -31,10 +32,16 @@ func newAPI(t *testing.T) (http.Handler, accounts.Store) {
 	return apiOn(st), st
 }
 
-// apiOn serves the admin API over st, with a real key cache and an empty catalog.
+// apiOn serves the admin API over st, with a real key cache, an empty catalog and, when st is
+// an audit store too, the call log of an audit.Recorder over it (not running: records are
+// written to st directly).
 func apiOn(st accounts.Store) http.Handler {
-	return admin.New(admin.Options{Token: token, Store: st, Cache: accounts.NewCache(st, accounts.CacheOptions{}),
-		Catalog: &catalog.Catalog{}, NotFound: http.NotFoundHandler()})
+	o := admin.Options{Token: token, Store: st, Cache: accounts.NewCache(st, accounts.CacheOptions{}),
+		Catalog: &catalog.Catalog{}, NotFound: http.NotFoundHandler()}
+	if as, ok := st.(audit.Store); ok {
+		o.Audit = audit.NewRecorder(as, audit.Options{})
+	}
+	return admin.New(o)
 }
 
 // eachStore runs f on a fresh SQLite file store and, with SWITCHYARD_TEST_POSTGRES_URL set, a

@@ -12,11 +12,18 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
+	"github.com/switchyard-gw/switchyard/internal/audit"
 )
 
 // pageIDs pages through GET path (a list) with limit, calling between after each page, and
 // returns the ids in order and every raw page body.
 func pageIDs(t *testing.T, h http.Handler, path string, limit int, between func()) (ids []string, bodies []string) {
+	t.Helper()
+	return pageIDsBy(t, h, path, "id", limit, between)
+}
+
+// pageIDsBy is pageIDs reading each row's id from member idMember.
+func pageIDsBy(t *testing.T, h http.Handler, path, idMember string, limit int, between func()) (ids []string, bodies []string) {
 	t.Helper()
 	cursor := ""
 	for range 1000 {
@@ -34,7 +41,7 @@ func pageIDs(t *testing.T, h http.Handler, path string, limit int, between func(
 			t.Fatalf("GET %s: %d rows, limit %d", u, len(data), limit)
 		}
 		for _, row := range data {
-			ids = append(ids, row.Get("id").Str)
+			ids = append(ids, row.Get(idMember).Str)
 		}
 		nc := b.Get("next_cursor")
 		if !nc.Exists() {
@@ -211,6 +218,75 @@ func TestListEndpoints(t *testing.T) {
 			code, b := do(t, h, "GET", tc.q, "")
 			if code != http.StatusBadRequest || b.Get("error.param").Str != tc.param || b.Get("error.type").Str != "invalid_request_error" {
 				t.Errorf("GET %s: %d %s; want 400 naming %s", tc.q, code, b.Raw, tc.param)
+			}
+		}
+	})
+}
+
+// TestListRequests (docs/admin-api.md "The call log"), on SQLite and Postgres: the call log
+// pages newest first with no record lost or repeated while records are written between
+// pages, each row the whole record (attempts, key id); the filters reach the store; GET
+// /admin/v1/requests/{id} answers one record or 404; bad filters are 400 naming them.
+func TestListRequests(t *testing.T) {
+	eachStore(t, func(t *testing.T, h http.Handler, st accounts.Store) {
+		as := st.(audit.Store)
+		base := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+		write := func(i int, key string, status int, class string, deps ...string) string {
+			r := &audit.Record{RequestID: fmt.Sprintf("req_%03d", i), Account: "acct_1", KeyID: key, Model: "gpt-4o-mini",
+				Surface: "openai.chat", Status: status, ErrorCode: class, CreatedAt: base.Add(time.Duration(i) * time.Second)}
+			for j, d := range deps {
+				r.Attempts = append(r.Attempts, audit.Attempt{Attempt: j + 1, Deployment: d, Provider: "openai", Model: "gpt-4o-mini",
+					UpstreamModel: "gpt-4o-mini", Outcome: audit.OutcomeCompleted, UsageProvenance: audit.ProvenanceObserved,
+					BillingSource: "route_price", UpstreamStatus: 200, DroppedParams: []string{}})
+			}
+			if err := as.WriteRecords(context.Background(), []*audit.Record{r}); err != nil {
+				t.Fatal(err)
+			}
+			return r.RequestID
+		}
+		var want []string
+		for i := range 9 {
+			key, status, class := "key_a", 200, ""
+			if i%3 == 0 {
+				key, status, class = "key_b", 429, "rate_limited"
+			}
+			want = append([]string{write(i, key, status, class, "oa-primary", "oa-backup")}, want...)
+		}
+		n := 100
+		got, bodies := pageIDsBy(t, h, "/admin/v1/requests", "request_id", 2, func() { n++; write(n, "key_a", 200, "", "oa-primary") })
+		if !slices.Equal(got, want) {
+			t.Fatalf("requests while writing: %v, want %v", got, want)
+		}
+		if !strings.Contains(bodies[0], `"key_id":"key_`) || !strings.Contains(bodies[0], `"attempts":[{"attempt":1`) {
+			t.Errorf("first page lacks key_id or attempts: %s", bodies[0])
+		}
+		for q, wantN := range map[string]int{
+			"?key_id=key_b": 3,
+			"?key_id=key_b&class=rate_limited&status=4xx":                                          3,
+			"?class=none&deployment=oa-backup":                                                     6,
+			"?status=429&account_id=acct_1":                                                        3,
+			"?since=" + base.Add(7*time.Second).Format(time.RFC3339Nano) + "&deployment=oa-backup": 2,
+			"?until=" + base.Add(2*time.Second).Format(time.RFC3339Nano):                           2,
+			"?account_id=acct_2":                                                                   0,
+		} {
+			ids, _ := pageIDsBy(t, h, "/admin/v1/requests"+q, "request_id", 500, nil)
+			if len(ids) != wantN {
+				t.Errorf("GET /admin/v1/requests%s: %v, want %d rows", q, ids, wantN)
+			}
+		}
+		code, b := do(t, h, "GET", "/admin/v1/requests/"+want[0], "")
+		if code != 200 || b.Get("request_id").Str != want[0] || len(b.Get("attempts").Array()) != 2 {
+			t.Errorf("GET /admin/v1/requests/%s: %d %s", want[0], code, b.Raw)
+		}
+		if code, _ := do(t, h, "GET", "/admin/v1/requests/req_nope", ""); code != 404 {
+			t.Errorf("unknown request: %d, want 404", code)
+		}
+		for q, param := range map[string]string{"status=99": "status", "status=6xx": "status", "since=2026-12-02": "since",
+			"until=now": "until", "limit=501": "limit", "cursor=" + base64.RawURLEncoding.EncodeToString([]byte("-5:req")): "cursor",
+			"model=" + strings.Repeat("m", 600): "model"} {
+			code, b := do(t, h, "GET", "/admin/v1/requests?"+q, "")
+			if code != 400 || b.Get("error.param").Str != param {
+				t.Errorf("GET /admin/v1/requests?%.40s: %d %s; want 400 naming %s", q, code, b.Raw, param)
 			}
 		}
 	})

@@ -155,7 +155,10 @@ type Record struct {
 	Surface   string `json:"surface"`    // openai.chat, openai.responses, anthropic.messages, ...
 	// Account is the account of the calling key; "" when authentication is off. GET
 	// /v1/generation answers only keys of the same account.
-	Account   string `json:"account,omitempty"`
+	Account string `json:"account,omitempty"`
+	// KeyID is the calling key: a stored key's id, a static key's name; "" when
+	// authentication is off. The admin API's call log filters by it.
+	KeyID     string `json:"key_id,omitempty"`
 	Status    int    `json:"status"`     // HTTP status sent to the caller; 200 for a committed stream
 	ErrorCode string `json:"error_code"` // canonical class of the final outcome; "" on success
 	Stream    bool   `json:"stream"`

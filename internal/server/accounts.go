@@ -93,6 +93,7 @@ func (s *Server) adminHandler() http.Handler {
 		Routable:       routableAdmin{s},
 		Stats:          s.stats,
 		Circuits:       s.circuits,
+		Audit:          s.rec,
 		Strategy:       s.strategy,
 		DropConnection: s.dropBYOK,
 		NotFound:       http.HandlerFunc(s.serveNotFound),

@@ -83,7 +83,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		fail(err)
 		return
 	}
-	rec.Account, ob.keyID = who.account, who.keyID
+	rec.Account, rec.KeyID, ob.keyID = who.account, who.keyID, who.keyID
 	var boundary string
 	if sf.form { // refused before the body is read: a multipart surface needs its boundary
 		if boundary, err = form.Boundary(r.Header.Get("Content-Type")); err != nil {

@@ -13,25 +13,31 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/store/auditjson"
+	"github.com/switchyard-gw/switchyard/internal/store/auditsql"
 )
 
-var _ audit.Store = (*DB)(nil)
+var (
+	_ audit.Store  = (*DB)(nil)
+	_ audit.Lister = (*DB)(nil)
+)
 
 // A batch is one statement whatever its size: each column is one array parameter, and unnest
 // turns the arrays back into rows; a record's attempts are its attempts_json (auditjson,
 // migration 0010).
 const (
 	upsertRequests = `INSERT INTO requests
-    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms, admission_events, attempts_json)
-    SELECT rid, account, model, surface, status, ec, stream, created, duration, events::jsonb, attempts::jsonb
+    (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms, admission_events, attempts_json,
+     key_id)
+    SELECT rid, account, model, surface, status, ec, stream, created, duration, events::jsonb, attempts::jsonb, kid
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-        $7::boolean[], $8::bigint[], $9::float8[], $10::text[], $11::text[])
-        AS t(rid, account, model, surface, status, ec, stream, created, duration, events, attempts)
+        $7::boolean[], $8::bigint[], $9::float8[], $10::text[], $11::text[], $12::text[])
+        AS t(rid, account, model, surface, status, ec, stream, created, duration, events, attempts, kid)
     ON CONFLICT (request_id) DO UPDATE SET
         account = EXCLUDED.account, model = EXCLUDED.model, surface = EXCLUDED.surface,
         status = EXCLUDED.status, error_code = EXCLUDED.error_code, stream = EXCLUDED.stream,
         created_at = EXCLUDED.created_at, duration_ms = EXCLUDED.duration_ms,
-        admission_events = EXCLUDED.admission_events, attempts_json = EXCLUDED.attempts_json`
+        admission_events = EXCLUDED.admission_events, attempts_json = EXCLUDED.attempts_json,
+        key_id = EXCLUDED.key_id`
 	// One statement, so one snapshot: a concurrent replace is seen whole or not at all. The
 	// attempts_v1 rows are those of a record written before migration 0010 (attempts_json
 	// NULL).
@@ -40,7 +46,7 @@ const (
         a.error_code, a.input_tokens, a.cached_tokens, a.cache_write_tokens, a.output_tokens,
         a.reasoning_tokens, a.usage_provenance, a.reserved_max_usd, a.cost_usd, a.billing_source,
         a.price::text, a.dispatched_at, a.headers_ms, a.first_token_ms, a.dropped_params::text,
-        a.upstream_status, a.band, a.score, a.strategy, a.region
+        a.upstream_status, a.band, a.score, a.strategy, a.region, r.key_id
     FROM requests r LEFT JOIN attempts_v1 a ON a.request_id = r.request_id AND r.attempts_json IS NULL
     WHERE r.request_id = $1
     ORDER BY a.attempt`
@@ -81,7 +87,7 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	}
 	// One statement is its own transaction.
 	if _, err := db.db.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
-		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events, rq.attempts); err != nil {
+		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events, rq.attempts, rq.keyID); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	return nil
@@ -124,6 +130,7 @@ type requestCols struct {
 	duration                               []float64
 	events                                 []string // admission events, JSON
 	attempts                               []string // auditjson
+	keyID                                  []string // the calling key (migration 0011)
 }
 
 func (c *requestCols) grow(n int) {
@@ -132,6 +139,7 @@ func (c *requestCols) grow(n int) {
 	c.status, c.stream = make([]int64, 0, n), make([]bool, 0, n)
 	c.created, c.duration = make([]pgtype.Int8, 0, n), make([]float64, 0, n)
 	c.events, c.attempts = make([]string, 0, n), make([]string, 0, n)
+	c.keyID = make([]string, 0, n)
 }
 
 func (c *requestCols) add(r *audit.Record, events, attempts string) {
@@ -146,6 +154,7 @@ func (c *requestCols) add(r *audit.Record, events, attempts string) {
 	c.duration = append(c.duration, r.DurationMS)
 	c.events = append(c.events, events)
 	c.attempts = append(c.attempts, attempts)
+	c.keyID = append(c.keyID, r.KeyID)
 }
 
 // Record returns the stored record for requestID, its attempts in order, or an error wrapping
@@ -174,7 +183,7 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			&created, &rec.DurationMS, &events, &compact, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
 			&cached, &cacheWrite, &output, &reason, &provenance, &reserved, &cost, &billing, &price,
 			&dispatched, &headers, &firstToken, &dropped, &upstreamStatus, &band, &score, &strategy,
-			&region); err != nil {
+			&region, &rec.KeyID); err != nil {
 			return nil, fmt.Errorf("store: reading audit record: %w", err)
 		}
 		if r == nil {
@@ -260,7 +269,8 @@ func nullFloat(p *float64) pgtype.Float8 {
 var _ audit.Pruner = (*DB)(nil)
 
 // pruneRecords deletes the oldest records created before a time, at most a number of them
-// (requests_created_at finds them in order; rows another replica is deleting are skipped);
+// (requests_created, migration 0011, finds them in order; rows another replica is deleting are
+// skipped);
 // their attempts_v1 rows go by the foreign key.
 const pruneRecords = `DELETE FROM requests WHERE request_id IN
     (SELECT request_id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`
@@ -281,4 +291,11 @@ func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (in
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
 	return int(n), nil
+}
+
+// ListRecords implements audit.Lister: the ids of one page from the requests table (newest
+// first, by the indexes of migration 0011 "audit_lists"), then each record as Record reads it.
+func (db *DB) ListRecords(ctx context.Context, f audit.Filter, after audit.Position, limit int) ([]*audit.Record, error) {
+	q, args := auditsql.ListQuery(f, after, limit, true)
+	return auditsql.List(ctx, db.db, q, args, db.Record)
 }

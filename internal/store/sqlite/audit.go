@@ -11,25 +11,30 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/store/auditjson"
+	"github.com/switchyard-gw/switchyard/internal/store/auditsql"
 )
 
-var _ audit.Store = (*DB)(nil)
+var (
+	_ audit.Store  = (*DB)(nil)
+	_ audit.Lister = (*DB)(nil)
+)
 
 const (
 	// requestColumns are written by every batch; attempts_json is the compact form of the
 	// attempts (auditjson, migration 0010).
 	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
-     admission_events, attempts_json`
-	requestParams = 11 // placeholders per requests row
+     admission_events, attempts_json, key_id`
+	requestParams = 12 // placeholders per requests row
 	// upsertSuffix replaces a stored record of the same id, attempts included: a later row of
 	// one statement replaces an earlier one with its id, so the last record of an id wins.
 	upsertSuffix = ` ON CONFLICT (request_id) DO UPDATE SET account = excluded.account, model = excluded.model,
     surface = excluded.surface, status = excluded.status, error_code = excluded.error_code,
     stream = excluded.stream, created_at = excluded.created_at, duration_ms = excluded.duration_ms,
-    admission_events = excluded.admission_events, attempts_json = excluded.attempts_json`
+    admission_events = excluded.admission_events, attempts_json = excluded.attempts_json,
+    key_id = excluded.key_id`
 
 	selectRequest = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms,
-    admission_events, attempts_json FROM requests WHERE request_id = ?`
+    admission_events, attempts_json, key_id FROM requests WHERE request_id = ?`
 	// selectAttemptsV1 reads the attempts of a record written before migration 0010.
 	selectAttemptsV1 = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
@@ -194,7 +199,7 @@ func (w *batchWriter) exec(ctx context.Context, st *sql.Stmt, chunk []*audit.Rec
 			return fmt.Errorf("record %q: %w", r.RequestID, err)
 		}
 		w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-			r.Stream, nanos(r.CreatedAt), r.DurationMS, events, all[w.ends[2*i]:w.ends[2*i+1]])
+			r.Stream, nanos(r.CreatedAt), r.DurationMS, events, all[w.ends[2*i]:w.ends[2*i+1]], r.KeyID)
 	}
 	_, err := st.ExecContext(ctx, w.args...)
 	clear(w.args)
@@ -238,7 +243,7 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 	var hasCompact bool
 	var events string
 	if err = rows.Scan(&r.Account, &r.Model, &r.Surface, &r.Status, &r.ErrorCode, &r.Stream, &created,
-		&r.DurationMS, &events, &compact); err == nil {
+		&r.DurationMS, &events, &compact, &r.KeyID); err == nil {
 		hasCompact = compact != nil
 		if hasCompact {
 			r.Attempts, err = auditjson.Parse(compact)
@@ -341,7 +346,8 @@ func nullFloat(p *float64) any {
 var _ audit.Pruner = (*DB)(nil)
 
 // pruneRecords deletes the oldest records created before a time, at most a number of them
-// (requests_created_at finds them in order); their attempts_v1 rows go by the foreign key.
+// (requests_created, migration 0011, finds them in order); their attempts_v1 rows go by the
+// foreign key.
 const pruneRecords = `DELETE FROM requests WHERE rowid IN
     (SELECT rowid FROM requests WHERE created_at < ? ORDER BY created_at LIMIT ?)`
 
@@ -361,4 +367,11 @@ func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (in
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
 	return int(n), nil
+}
+
+// ListRecords implements audit.Lister: the ids of one page from the requests table (newest
+// first, by the indexes of migration 0011 "audit_lists"), then each record as Record reads it.
+func (db *DB) ListRecords(ctx context.Context, f audit.Filter, after audit.Position, limit int) ([]*audit.Record, error) {
+	q, args := auditsql.ListQuery(f, after, limit, false)
+	return auditsql.List(ctx, db.rdb, q, args, db.Record)
 }

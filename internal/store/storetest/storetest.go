@@ -27,7 +27,7 @@ func ptr[T any](v T) *T { return &v }
 // optional field set).
 func FullRecord(id string) *audit.Record {
 	r := &audit.Record{
-		RequestID: id, Model: "rp-sonnet-4-5:anthropic", Surface: "anthropic.messages", Account: "acct_1",
+		RequestID: id, Model: "rp-sonnet-4-5:anthropic", Surface: "anthropic.messages", Account: "acct_1", KeyID: "key_1",
 		Status: 200, ErrorCode: "", Stream: true,
 		CreatedAt:  time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC),
 		DurationMS: 1234.5,
@@ -78,6 +78,8 @@ func Run(t *testing.T, open Open) {
 		{"WithRecorder", testWithRecorder},
 		{"Prune", testPrune},
 		{"PruneWhileWriting", testPruneWhileWriting},
+		{"ListPaging", testAuditListPaging},
+		{"ListFilters", testAuditListFilters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
