@@ -21,6 +21,7 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -500,22 +501,74 @@ func TestConsoleInBrowser(t *testing.T) {
 		noErrors(t)
 	})
 
+	var failedOver string
+	t.Run("logs show a failover with both attempts", func(t *testing.T) {
+		g.Fakes["oa-primary"].Script(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500})
+		id, err := g.chat(k1.Secret)
+		if err != nil {
+			t.Fatalf("chat: %v", err)
+		}
+		failedOver = id
+		// Auto-refresh brings it in without a reload.
+		run(t, chromedp.WaitVisible(chromedp.ID("req-"+id)))
+		row := js(t, `document.getElementById('req-`+id+`').closest('tr').innerText`)
+		for _, want := range []string{k1.ID, "gpt-4o-mini", "200", "2 (1 failed)", "oa-backup"} {
+			if !strings.Contains(row, want) {
+				t.Errorf("log row %q lacks %q", row, want)
+			}
+		}
+		accessible(t, "logs")
+		shot(t, "02-logs")
+		// Keyboard: the first Tab reaches the skip link, the next one the first page.
+		run(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0)`)(ctx, tg)
+			return err
+		}), chromedp.KeyEvent(kb.Tab))
+		if f := js(t, `document.activeElement.textContent`); f != "Skip to content" {
+			t.Errorf("first Tab focuses %q, want the skip link", f)
+		}
+		run(t, chromedp.KeyEvent(kb.Tab))
+		if f := js(t, `document.activeElement.textContent`); f != "Logs" {
+			t.Errorf("second Tab focuses %q, want the Logs link", f)
+		}
+		// A filter that excludes it.
+		run(t, chromedp.Navigate(g.URL+"/console/logs?deployment=nowhere"), chromedp.WaitVisible(chromedp.CSS("#logs p")))
+		if none := text(t, "#logs"); !strings.Contains(none, "No requests match") {
+			t.Errorf("filtered log: %q", none)
+		}
+		noErrors(t)
+	})
+
+	t.Run("detail lists each attempt", func(t *testing.T) {
+		if failedOver == "" {
+			t.Skip("no request")
+		}
+		run(t, chromedp.Navigate(g.URL+"/console/logs"), chromedp.WaitVisible(chromedp.ID("req-"+failedOver)),
+			chromedp.Click(chromedp.ID("req-"+failedOver)), chromedp.WaitVisible(chromedp.ID("request-summary")))
+		main := text(t, "main")
+		for _, want := range []string{failedOver + " / 1", failedOver + " / 2", "oa-primary", "oa-backup", "failed", "completed",
+			"upstream_error", "500", "Served by"} {
+			if !strings.Contains(main, want) {
+				t.Errorf("detail lacks %q:\n%s", want, main)
+			}
+		}
+		accessible(t, "detail")
+		shot(t, "03-request-detail")
+		noErrors(t)
+	})
+
 	t.Run("uptime appears from 100 counted requests", func(t *testing.T) {
 		run(t, chromedp.Navigate(g.URL+"/console/models"), chromedp.WaitVisible(chromedp.CSS(`[data-uptime="oa-primary"]`)))
-		if _, err := g.chat(k1.Secret); err != nil {
-			t.Fatal(err)
-		}
-		run(t, poll(`document.querySelector('[data-uptime="oa-primary"]') !== null`, 10*time.Second))
 		if up := text(t, `[data-uptime="oa-primary"]`); strings.TrimSpace(up) != "" {
 			t.Errorf("uptime of oa-primary after 1 counted request: %q, want blank", up)
 		}
-		for i := 0; i < 100; i++ {
+		for i := 0; i < 99; i++ { // with the failed attempt: 100 counted on oa-primary
 			if _, err := g.chat(k1.Secret); err != nil {
 				t.Fatalf("request %d: %v", i, err)
 			}
 		}
-		// Auto-refresh shows it: 100 of 100 succeeded.
-		run(t, poll(`document.querySelector('[data-uptime="oa-primary"]').textContent === '100.00%'`, 30*time.Second))
+		// Auto-refresh shows it: 99 of 100 succeeded.
+		run(t, poll(`document.querySelector('[data-uptime="oa-primary"]').textContent === '99.00%'`, 30*time.Second))
 		// The plan of a sample request.
 		run(t, chromedp.Click(chromedp.CSS(`#plan-h ~ form button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS("#plan table")))
 		if plan := text(t, "#plan"); !strings.Contains(plan, "oa-primary") || !strings.Contains(plan, "oa-backup") || !strings.Contains(plan, "Strategy price") {
@@ -577,7 +630,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("narrow window", func(t *testing.T) {
 		run(t, chromedp.EmulateViewport(420, 800))
-		for _, p := range []string{"models", "keys?account=" + acctA.ID} {
+		for _, p := range []string{"logs", "models", "keys?account=" + acctA.ID} {
 			run(t, chromedp.Navigate(g.URL+"/console/"+p), chromedp.WaitVisible(chromedp.CSS("main h1")),
 				poll(`!document.querySelector('main').textContent.includes('Loading')`, 10*time.Second))
 			accessible(t, "narrow "+p)
