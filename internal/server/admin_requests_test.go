@@ -11,13 +11,6 @@ import (
 	fp "github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
 
-// requestsCatalog is twoDeployments with authentication on, a static key and the admin API.
-var requestsCatalog = strings.Replace(twoDeployments, "auth: {required: false}", `auth: {required: true}
-keys:
-  - {name: static, secret: sk-static, account: static-acct}
-admin:
-  token: adm-secret-token`, 1)
-
 // TestAdminRequestsLog (issue 14 item 1, docs/admin-api.md "The call log"): a request that
 // failed over, sent with a stored key through the OpenAI SDK, is in GET /admin/v1/requests
 // under its key and account with both attempts (the failed primary with its upstream status

@@ -249,7 +249,9 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 
 	db := open(t, url)
 	for _, id := range []string{"old", "old2"} {
-		if got, err := db.Record(ctx, id); err != nil || !reflect.DeepEqual(got, storetest.FullRecord(id)) {
+		want := storetest.FullRecord(id)
+		want.KeyID = "" // written before migration 0011: no calling key was stored
+		if got, err := db.Record(ctx, id); err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("record %s after the upgrade: %+v, %v", id, got, err)
 		}
 	}
