@@ -26,7 +26,7 @@ func page[T any](ctx context.Context, s *Store, table, cols string, scan func(sc
 	}
 	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
 	args = append(args, p.Limit)
-	out, err := list(ctx, s.db, s.q(q), "listing "+table, scan, args...)
+	out, err := list(ctx, s.rdb, s.q(q), "listing "+table, scan, args...) // a read: never behind the writer
 	if out == nil && err == nil {
 		out = []T{}
 	}
