@@ -257,17 +257,10 @@ func (c *Cache) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("accounts: reloading keys: %w", err)
 	}
-	release := c.hold() // from before the balances are read until Pending is (HoldPending)
-	accts, err := c.st.Accounts(ctx)
+	accts, pending, err := c.balancesHeld(ctx)
 	if err != nil {
-		release()
 		return fmt.Errorf("accounts: reloading accounts: %w", err)
 	}
-	pending := make([]int64, len(accts))
-	for i := range accts {
-		pending[i] = c.pending(accts[i].ID)
-	}
-	release()
 	wss, err := c.loadWorkspaces(ctx, keys)
 	if err != nil {
 		return err
@@ -306,6 +299,23 @@ func (c *Cache) Reload(ctx context.Context) error {
 		c.balances(accts[i].ID, accts[i].BalanceMicroUSD-pending[i])
 	}
 	return nil
+}
+
+// balancesHeld reads the stored accounts and then each one's pending settles under one
+// HoldPending (released on every path, a panic included), so that a settle committed between
+// the two reads is counted at least once (R-BILL-1).
+func (c *Cache) balancesHeld(ctx context.Context) ([]Account, []int64, error) {
+	release := c.hold()
+	defer release()
+	accts, err := c.st.Accounts(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pending := make([]int64, len(accts))
+	for i := range accts {
+		pending[i] = c.pending(accts[i].ID)
+	}
+	return accts, pending, nil
 }
 
 // Run reloads the cache every reload interval until ctx is done, then returns nil. A failed
