@@ -182,7 +182,7 @@ func TestSDKWrongMethod405(t *testing.T) {
 	g := startTwo(t)
 	ctx := context.Background()
 	oc, ac := g.openaiClient(), g.anthropicClient()
-	for _, path := range []string{"chat/completions", "embeddings", "responses", "route"} {
+	for _, path := range []string{"chat/completions", "embeddings", "responses", "route", "images/generations", "images/edits"} {
 		var out map[string]any
 		err := oc.Get(ctx, path, nil, &out)
 		var oe *openai.Error

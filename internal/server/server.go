@@ -483,6 +483,8 @@ var allowedMethods = map[string]string{
 	"/v1/responses":             http.MethodPost,
 	"/v1/messages":              http.MethodPost,
 	"/v1/messages/count_tokens": http.MethodPost,
+	"/v1/images/generations":    http.MethodPost,
+	"/v1/images/edits":          http.MethodPost,
 	"/v1/route":                 http.MethodPost,
 	"/v1/models":                "GET, HEAD",
 	"/v1/generation":            "GET, HEAD",
