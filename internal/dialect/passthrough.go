@@ -150,11 +150,7 @@ func EmptyArray(a gjson.Result) bool {
 // AppendWithModel appends json with the string value at path replaced by model, when present
 // and different; otherwise json unchanged. Used to echo the caller's model id (R-MODEL-6).
 func AppendWithModel(dst, json []byte, path, model string) []byte {
-	r := Get(json, path)
-	if r.Type != gjson.String || r.Index <= 0 || r.Str == model {
-		return append(dst, json...)
-	}
-	return SpliceString(dst, json, r.Index, r.Index+len(r.Raw), model)
+	return AppendModel(dst, json, Get(json, path), model)
 }
 
 // AppendOneLine appends data with every line break (LF or CR, both end an SSE line) replaced by
@@ -270,20 +266,15 @@ func CheckAnswer(body []byte, answer string, emptyOK bool) error {
 		}
 		return !isError
 	})
-	ok := false
-	switch {
-	case isError:
-	case answer == "input_tokens":
-		ok = found.Type == gjson.Number
-	case found.IsArray():
-		ok = emptyOK || found.Get("#").Int() > 0
+	return checkMembers(isError, found, answer, emptyOK)
+}
+
+// AppendModel appends json with model, the member a ScanAnswer (or a path lookup) found in it,
+// replaced by the string s when it is a string that differs; otherwise json unchanged. It
+// echoes the caller's model id (R-MODEL-6) without looking the member up again.
+func AppendModel(dst, json []byte, model gjson.Result, s string) []byte {
+	if model.Type != gjson.String || model.Index <= 0 || model.Str == s {
+		return append(dst, json...)
 	}
-	if ok {
-		return nil
-	}
-	msg := "the provider answered 200 without `" + answer + "`"
-	if isError {
-		msg = "the provider answered 200 with an error object"
-	}
-	return &failure.Error{Class: failure.UpstreamError, Msg: msg}
+	return SpliceString(dst, json, model.Index, model.Index+len(model.Raw), s)
 }

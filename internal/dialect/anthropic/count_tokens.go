@@ -43,15 +43,9 @@ func ParseCountTokensRequest(body []byte) (dialect.RequestInfo, error) {
 // RewriteCountTokensResponse is RewriteResponse for a count_tokens answer: it must be a JSON
 // object with a numeric `input_tokens` (else an upstream_error that fails over).
 func RewriteCountTokensResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
-	var u dialect.Usage
-	if dialect.TooDeep(body) {
-		return dst, u, false, dialect.ResponseTooDeep()
+	a, err := dialect.ScanAnswer(body, "input_tokens", false)
+	if err != nil {
+		return dst, dialect.Usage{}, false, err
 	}
-	if !gjson.ValidBytes(body) {
-		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
-	}
-	if err := dialect.CheckAnswer(body, "input_tokens", false); err != nil {
-		return dst, u, false, err
-	}
-	return rewriteChecked(dst, body, requestedModel)
+	return rewriteChecked(dst, body, a, requestedModel)
 }

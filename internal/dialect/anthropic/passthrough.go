@@ -194,20 +194,44 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 	if !u.IsObject() {
 		return
 	}
-	if v := u.Get("input_tokens"); v.Exists() {
-		out.Input = v.Int()
+	// One pass over the members; a repeated member counts once, its first value, as a path
+	// lookup reads it.
+	var in, cached, write, output, details, thinking gjson.Result
+	u.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "input_tokens":
+			dialect.KeepFirst(&in, v)
+		case "cache_read_input_tokens":
+			dialect.KeepFirst(&cached, v)
+		case "cache_creation_input_tokens":
+			dialect.KeepFirst(&write, v)
+		case "output_tokens":
+			dialect.KeepFirst(&output, v)
+		case "output_tokens_details":
+			dialect.KeepFirst(&details, v)
+		}
+		return true
+	})
+	details.ForEach(func(k, v gjson.Result) bool { // nothing unless an object
+		if k.Str == "thinking_tokens" {
+			dialect.KeepFirst(&thinking, v)
+		}
+		return true
+	})
+	if in.Exists() {
+		out.Input = in.Int()
 	}
-	if v := u.Get("cache_read_input_tokens"); v.Exists() {
-		out.Cached = v.Int()
+	if cached.Exists() {
+		out.Cached = cached.Int()
 	}
-	if v := u.Get("cache_creation_input_tokens"); v.Exists() {
-		out.CacheWrite = v.Int()
+	if write.Exists() {
+		out.CacheWrite = write.Int()
 	}
-	if v := u.Get("output_tokens"); v.Exists() && !start {
-		out.Output = v.Int()
+	if output.Exists() && !start {
+		out.Output = output.Int()
 	}
-	if v := u.Get("output_tokens_details.thinking_tokens"); v.Exists() {
-		out.Reasoning = v.Int()
+	if thinking.Exists() {
+		out.Reasoning = thinking.Int()
 	}
 }
 
@@ -218,26 +242,19 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 // reaches the caller as a success. An empty `content` array is a message (a model may stop at
 // once).
 func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
-	var u dialect.Usage
-	if dialect.TooDeep(body) {
-		return dst, u, false, dialect.ResponseTooDeep()
+	a, err := dialect.ScanAnswer(body, "content", true) // depth, validity and the answer in one pass
+	if err != nil {
+		return dst, dialect.Usage{}, false, err
 	}
-	if !gjson.ValidBytes(body) {
-		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
-	}
-	if err := dialect.CheckAnswer(body, "content", true); err != nil {
-		return dst, u, false, err
-	}
-	return rewriteChecked(dst, body, requestedModel)
+	return rewriteChecked(dst, body, a, requestedModel)
 }
 
 // rewriteChecked appends a checked answer body to dst with `model` echoed and reads its usage.
-func rewriteChecked(dst, body []byte, requestedModel string) ([]byte, dialect.Usage, bool, error) {
+func rewriteChecked(dst, body []byte, a dialect.Answer, requestedModel string) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
-	ur := dialect.Get(body, "usage")
-	ok := ur.IsObject()
+	ok := a.Usage.IsObject()
 	if ok {
-		readUsage(ur, &u, false)
+		readUsage(a.Usage, &u, false)
 	}
-	return dialect.AppendWithModel(dst, body, "model", requestedModel), u, ok, nil
+	return dialect.AppendModel(dst, body, a.Model, requestedModel), u, ok, nil
 }

@@ -231,16 +231,11 @@ func AppendImageEditBody(dst, body []byte, info *dialect.RequestInfo, upstreamMo
 // every prompt token (text and image), cached ones included, so Input = input_tokens - cached.
 func RewriteImagesResponse(dst, body []byte) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
-	if dialect.TooDeep(body) {
-		return dst, u, false, dialect.ResponseTooDeep()
+	a, err := dialect.ScanAnswer(body, "data", false)
+	if err != nil {
+		return dst, u, false, err // unreadable, no image, or an error object sent with status 200: fails over
 	}
-	if !gjson.ValidBytes(body) {
-		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable images response"}
-	}
-	if err := dialect.CheckAnswer(body, "data", false); err != nil {
-		return dst, u, false, err // no image, or an error object sent with status 200: fails over
-	}
-	ur := dialect.Get(body, "usage")
+	ur := a.Usage
 	ok := ur.IsObject() && (ur.Get("input_tokens").Exists() || ur.Get("output_tokens").Exists())
 	if ok {
 		cached := max(ur.Get("input_tokens_details.cached_tokens").Int(), 0)

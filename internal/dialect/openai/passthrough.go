@@ -251,19 +251,46 @@ func appendData(dst, data []byte) []byte {
 	return append(dst, '\n', '\n')
 }
 
-// readUsage converts an OpenAI usage object into the canonical additive form.
+// readUsage converts an OpenAI usage object into the canonical additive form, in one pass over
+// its members (a repeated member counts once, its first value, as a path lookup reads it).
 func readUsage(u gjson.Result, out *dialect.Usage) {
-	prompt := u.Get("prompt_tokens").Int()
-	cached := u.Get("prompt_tokens_details.cached_tokens").Int()
-	write := u.Get("prompt_tokens_details.cache_write_tokens").Int()
-	in := prompt - cached - write
+	var prompt, completion, pd, cd, cached, write, reasoning gjson.Result
+	u.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "prompt_tokens":
+			dialect.KeepFirst(&prompt, v)
+		case "completion_tokens":
+			dialect.KeepFirst(&completion, v)
+		case "prompt_tokens_details":
+			dialect.KeepFirst(&pd, v)
+		case "completion_tokens_details":
+			dialect.KeepFirst(&cd, v)
+		}
+		return true
+	})
+	pd.ForEach(func(k, v gjson.Result) bool { // nothing unless an object
+		switch k.Str {
+		case "cached_tokens":
+			dialect.KeepFirst(&cached, v)
+		case "cache_write_tokens":
+			dialect.KeepFirst(&write, v)
+		}
+		return true
+	})
+	cd.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == "reasoning_tokens" {
+			dialect.KeepFirst(&reasoning, v)
+		}
+		return true
+	})
+	in := prompt.Int() - cached.Int() - write.Int()
 	if in < 0 {
 		in = 0
 	}
 	*out = dialect.Usage{
-		Input: in, Cached: cached, CacheWrite: write,
-		Output:    u.Get("completion_tokens").Int(),
-		Reasoning: u.Get("completion_tokens_details.reasoning_tokens").Int(),
+		Input: in, Cached: cached.Int(), CacheWrite: write.Int(),
+		Output:    completion.Int(),
+		Reasoning: reasoning.Int(),
 	}
 }
 
@@ -286,19 +313,13 @@ func RewriteEmbeddingsResponse(dst, body []byte, requestedModel string) ([]byte,
 // has no top-level `error` member, then echoes the model and reads the usage.
 func rewriteAnswer(dst, body []byte, requestedModel, answer string) ([]byte, dialect.Usage, bool, error) {
 	var u dialect.Usage
-	if dialect.TooDeep(body) {
-		return dst, u, false, dialect.ResponseTooDeep()
-	}
-	if !gjson.ValidBytes(body) {
-		return dst, u, false, &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
-	}
-	if err := dialect.CheckAnswer(body, answer, false); err != nil {
+	a, err := dialect.ScanAnswer(body, answer, false) // depth, validity and the answer in one pass
+	if err != nil {
 		return dst, u, false, err
 	}
-	ur := dialect.Get(body, "usage")
-	ok := ur.IsObject()
+	ok := a.Usage.IsObject()
 	if ok {
-		readUsage(ur, &u)
+		readUsage(a.Usage, &u)
 	}
-	return dialect.AppendWithModel(dst, body, "model", requestedModel), u, ok, nil
+	return dialect.AppendModel(dst, body, a.Model, requestedModel), u, ok, nil
 }
