@@ -74,16 +74,11 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	rq.grow(len(recs))
 	var buf []byte
 	for _, r := range recs {
-		events := "[]"
-		if r.AdmissionEvents.Len() > 0 || r.AdmissionEvents.Omitted() > 0 {
-			b, err := json.Marshal(r.AdmissionEvents)
-			if err != nil {
-				return fmt.Errorf("store: writing audit record %q: %w", r.RequestID, err)
-			}
-			events = string(b)
-		}
-		buf = auditjson.Append(buf[:0], r.Attempts)
-		rq.add(r, events, string(buf))
+		buf = auditjson.AppendEvents(buf[:0], &r.AdmissionEvents)
+		mid := len(buf)
+		buf = auditjson.Append(buf, r.Attempts)
+		s := string(buf) // one allocation for both
+		rq.add(r, s[:mid], s[mid:])
 	}
 	// One statement is its own transaction.
 	if _, err := db.db.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,

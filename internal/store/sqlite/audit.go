@@ -167,8 +167,8 @@ func checkAttemptNumbers(as []audit.Attempt) error {
 // batchWriter holds the buffers of one WriteRecords call, reused across calls (db.writers).
 type batchWriter struct {
 	args []any  // parameters of the statement being run
-	buf  []byte // the compact attempts of the chunk's records, back to back
-	ends []int  // record i's attempts are buf[ends[2i]:ends[2i+1]]
+	buf  []byte // the admission events and compact attempts of the chunk's records, back to back
+	ends []int  // record i's events are buf[ends[3i]:ends[3i+1]], its attempts buf[ends[3i+1]:ends[3i+2]]
 }
 
 func (db *DB) batchWriter(n int) *batchWriter {
@@ -187,35 +187,23 @@ func (w *batchWriter) exec(ctx context.Context, st *sql.Stmt, chunk []*audit.Rec
 	w.buf, w.ends = w.buf[:0], w.ends[:0]
 	for _, r := range chunk {
 		start := len(w.buf)
+		w.buf = auditjson.AppendEvents(w.buf, &r.AdmissionEvents)
+		mid := len(w.buf)
 		w.buf = auditjson.Append(w.buf, r.Attempts)
-		w.ends = append(w.ends, start, len(w.buf))
+		w.ends = append(w.ends, start, mid, len(w.buf))
 	}
-	// One string for the chunk's attempts, sliced per record: one allocation per chunk.
+	// One string for the chunk's events and attempts, sliced per record: one allocation per
+	// chunk.
 	all := string(w.buf)
 	w.args = w.args[:0]
 	for i, r := range chunk {
-		events, err := eventsText(r)
-		if err != nil {
-			return fmt.Errorf("record %q: %w", r.RequestID, err)
-		}
+		e := w.ends[3*i:]
 		w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-			r.Stream, nanos(r.CreatedAt), r.DurationMS, events, all[w.ends[2*i]:w.ends[2*i+1]], r.KeyID)
+			r.Stream, nanos(r.CreatedAt), r.DurationMS, all[e[0]:e[1]], all[e[1]:e[2]], r.KeyID)
 	}
 	_, err := st.ExecContext(ctx, w.args...)
 	clear(w.args)
 	return err
-}
-
-// eventsText is r's admission events as stored: their JSON array ("[]" when none).
-func eventsText(r *audit.Record) (any, error) {
-	if r.AdmissionEvents.Len() == 0 && r.AdmissionEvents.Omitted() == 0 {
-		return "[]", nil
-	}
-	b, err := json.Marshal(r.AdmissionEvents)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
 }
 
 // Record returns the stored record for requestID, its attempts in order, or audit.ErrNotFound.

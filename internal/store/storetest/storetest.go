@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ func Run(t *testing.T, open Open) {
 		{"RoundTrip", testRoundTrip},
 		{"EmptyValues", testEmptyValues},
 		{"Extremes", testExtremes},
+		{"NonFiniteEventReserve", testNonFiniteEventReserve},
 		{"NotFound", testNotFound},
 		{"Replace", testReplace},
 		{"ReplaceInOneBatch", testReplaceInOneBatch},
@@ -166,6 +168,23 @@ func testExtremes(t *testing.T, st audit.Store) {
 	r.Attempts[1].CostUSD = 1.0 / 3
 	write(t, st, r)
 	check(t, st, r)
+}
+
+// testNonFiniteEventReserve: an admission event whose reserve is not finite (never produced
+// by the gateway) does not fail its batch, as json.Marshal's error did: it reads back as 0, and
+// the batch's other records are written.
+func testNonFiniteEventReserve(t *testing.T, st audit.Store) {
+	r := FullRecord("req_nan")
+	r.AdmissionEvents.Reset()
+	r.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventReserveTaken, Scopes: audit.ScopeAccount, ReserveUSD: math.NaN()})
+	r.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventLimitsChecked, Tokens: 3, ReserveUSD: math.Inf(-1)})
+	write(t, st, FullRecord("req_other"), r)
+	want := *r
+	want.AdmissionEvents.Reset()
+	want.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventReserveTaken, Scopes: audit.ScopeAccount})
+	want.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventLimitsChecked, Tokens: 3})
+	check(t, st, &want)
+	check(t, st, FullRecord("req_other"))
 }
 
 func testNotFound(t *testing.T, st audit.Store) {
