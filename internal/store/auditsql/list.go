@@ -17,7 +17,8 @@ import (
 // first (created_at, then request_id, descending), strictly after after; postgres selects $n
 // placeholders, else ?.
 // Each filter that narrows by an indexed column (account, key_id) reads its index
-// (column, created_at, request_id) in order; the others are checked on the way.
+// (column, created_at, request_id), partial on a non-empty value, in order; the others are
+// checked on the way.
 func ListQuery(f audit.Filter, after audit.Position, limit int, postgres bool) (string, []any) {
 	conds := []string{"created_at IS NOT NULL"}
 	var args []any
@@ -27,8 +28,17 @@ func ListQuery(f audit.Filter, after audit.Position, limit int, postgres bool) (
 			args = append(args, v)
 		}
 	}
-	eq("account", f.Account)
-	eq("key_id", f.KeyID)
+	// The account and key indexes are partial (migration 0012: WHERE account <> '', WHERE
+	// key_id <> ''): a planner uses one only when the query has its WHERE term, which it cannot
+	// derive from an equality with a parameter.
+	if f.Account != "" {
+		conds = append(conds, "account = ?", "account <> ''")
+		args = append(args, f.Account)
+	}
+	if f.KeyID != "" {
+		conds = append(conds, "key_id = ?", "key_id <> ''")
+		args = append(args, f.KeyID)
+	}
 	eq("model", f.Model)
 	if f.HasErrorCode {
 		conds = append(conds, "error_code = ?")
