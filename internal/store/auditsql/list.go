@@ -61,8 +61,17 @@ func ListQuery(f audit.Filter, after audit.Position, limit int, postgres bool) (
 		args = append(args, f.Until.UnixNano())
 	}
 	if f.Deployment != "" {
-		conds = append(conds, "EXISTS (SELECT 1 FROM attempts a WHERE a.request_id = requests.request_id AND a.deployment = ?)")
-		args = append(args, f.Deployment)
+		// The record's own attempts: its attempts_json (element 1 is the deployment, auditjson),
+		// or its attempts_v1 rows (primary key) when it was written before migration 0010. Not
+		// the attempts view: both planners materialised the whole view (every attempt of every
+		// record) for each page.
+		elements := "json_each(requests.attempts_json) j WHERE j.value ->> 1 = ?"
+		if postgres {
+			elements = "jsonb_array_elements(requests.attempts_json) j WHERE j ->> 1 = ?"
+		}
+		conds = append(conds, "(EXISTS (SELECT 1 FROM "+elements+") OR (requests.attempts_json IS NULL AND "+
+			"EXISTS (SELECT 1 FROM attempts_v1 a WHERE a.request_id = requests.request_id AND a.deployment = ?)))")
+		args = append(args, f.Deployment, f.Deployment)
 	}
 	if !after.CreatedAt.IsZero() || after.RequestID != "" {
 		n := after.CreatedAt.UnixNano()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -17,7 +18,7 @@ import (
 // TestCompactMigrationKeepsOldRecords (migration 0010): records written before the compact
 // form read back unchanged after the upgrade, beside new ones; the attempts view has the
 // former table's columns, types and values over both kinds; a record replaced after the
-// upgrade shows only its new attempts.
+// upgrade shows only its new attempts, to the call log's deployment filter too.
 func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	url := storetest.PostgresURL(t)
 	ctx := context.Background()
@@ -104,6 +105,22 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	if len(oldRows) != 2 || !reflect.DeepEqual(oldRows, newRows) {
 		t.Errorf("attempts view:\nformer %v\ncompact %v", oldRows, newRows)
 	}
+	byDeployment := func(dep string) []string {
+		t.Helper()
+		got, err := db.ListRecords(ctx, audit.Filter{Deployment: dep}, audit.Position{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{}
+		for _, r := range got {
+			ids = append(ids, r.RequestID)
+		}
+		return ids
+	}
+	// The call log's deployment filter sees the former attempts rows and the compact ones.
+	if got := byDeployment("anthropic"); !slices.Equal(got, []string{"old", "new"}) {
+		t.Errorf("deployment filter after the upgrade: %v", got)
+	}
 	replaced := storetest.FullRecord("old")
 	replaced.Attempts = replaced.Attempts[1:]
 	if err := db.WriteRecords(ctx, []*audit.Record{replaced}); err != nil {
@@ -114,6 +131,16 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	}
 	if rows := view("old"); len(rows) != 1 || rows[0] != newRows[1] {
 		t.Errorf("attempts view of the replaced record: %v", rows)
+	}
+	// A replaced former record's attempts are its new ones only, for the filter too.
+	if got := byDeployment("anthropic"); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("deployment filter after the replace: %v", got)
+	}
+	if got := byDeployment("bedrock-east"); !slices.Equal(got, []string{"old", "new"}) {
+		t.Errorf("deployment filter after the replace: %v", got)
+	}
+	if got := byDeployment("nowhere"); len(got) != 0 {
+		t.Errorf("deployment filter of no attempt: %v", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
@@ -199,7 +200,8 @@ func BenchmarkWriteRecordsIDs(b *testing.B) {
 // TestCompactMigrationKeepsOldRecords (migration 0010): records written by a binary before
 // the compact form read back unchanged after the upgrade, beside new ones; the attempts view
 // has the former table's columns and values over both kinds; a record replaced after the
-// upgrade shows only its new attempts; deleting a record deletes its former attempts rows.
+// upgrade shows only its new attempts, to the call log's deployment filter too; deleting a
+// record deletes its former attempts rows.
 func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	url := fileURL(t)
 	path, _ := parseURL(url)
@@ -289,6 +291,22 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	if len(oldRows) != 2 || !reflect.DeepEqual(oldRows, newRows) {
 		t.Errorf("attempts view:\nformer %v\ncompact %v", oldRows, newRows)
 	}
+	byDeployment := func(dep string) []string {
+		t.Helper()
+		got, err := db.ListRecords(ctx, audit.Filter{Deployment: dep}, audit.Position{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{}
+		for _, r := range got {
+			ids = append(ids, r.RequestID)
+		}
+		return ids
+	}
+	// The call log's deployment filter sees the former attempts rows and the compact ones.
+	if got := byDeployment("anthropic"); !slices.Equal(got, []string{"old2", "old", "new"}) {
+		t.Errorf("deployment filter after the upgrade: %v", got)
+	}
 	replaced := storetest.FullRecord("old")
 	replaced.Attempts = replaced.Attempts[1:]
 	if err := db.WriteRecords(ctx, []*audit.Record{replaced}); err != nil {
@@ -299,6 +317,16 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	}
 	if rows := view("old"); len(rows) != 1 || rows[0] != newRows[1] {
 		t.Errorf("attempts view of the replaced record: %v", rows)
+	}
+	// A replaced former record's attempts are its new ones only, for the filter too.
+	if got := byDeployment("anthropic"); !slices.Equal(got, []string{"old2", "new"}) {
+		t.Errorf("deployment filter after the replace: %v", got)
+	}
+	if got := byDeployment("bedrock-east"); !slices.Equal(got, []string{"old2", "old", "new"}) {
+		t.Errorf("deployment filter after the replace: %v", got)
+	}
+	if got := byDeployment("nowhere"); len(got) != 0 {
+		t.Errorf("deployment filter of no attempt: %v", got)
 	}
 	if _, err := db.db.ExecContext(ctx, "DELETE FROM requests WHERE request_id = 'old2'"); err != nil {
 		t.Fatal(err)

@@ -44,8 +44,10 @@ func queryPlan(t *testing.T, db *DB, q string, args ...any) string {
 // log's page (each filter, cursor paging) in the order of the index it reads, without sorting,
 // the account and key filters through their partial indexes (migration 0012: they are only
 // usable because the query says that the account and the key are not empty); retention pruning through
-// requests_created; GET /v1/generation through the primary key. (For the deployment filter
-// only the page's index is checked, not the EXISTS on the attempts view.)
+// requests_created; GET /v1/generation through the primary key. The deployment filter looks
+// at each listed record's own attempts (its attempts_json, or its attempts_v1 rows by their
+// primary key), not at the attempts view, which SQLite materialised whole (every attempt of
+// every record) for each page.
 func TestAuditReadsUseIndexes(t *testing.T) {
 	db := open(t, fileURL(t))
 	since := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -65,6 +67,7 @@ func TestAuditReadsUseIndexes(t *testing.T) {
 		{"account and key", audit.Filter{Account: "a1", KeyID: "k1"}, audit.Position{}, "requests_"},
 		{"model", audit.Filter{Model: "gpt"}, audit.Position{}, "requests_created"},
 		{"deployment", audit.Filter{Deployment: "oa"}, audit.Position{}, "requests_created"},
+		{"deployment, account", audit.Filter{Deployment: "oa", Account: "a1"}, after, "requests_account_created"},
 		{"status, class", audit.Filter{StatusMin: 400, StatusMax: 499, HasErrorCode: true, ErrorCode: "x"}, audit.Position{}, "requests_created"},
 		{"since, until", audit.Filter{Since: since, Until: since.Add(time.Hour)}, audit.Position{}, "requests_created"},
 		{"account, model, since", audit.Filter{Account: "a1", Model: "gpt", Since: since}, after, "requests_account_created"},
@@ -77,6 +80,11 @@ func TestAuditReadsUseIndexes(t *testing.T) {
 		}
 		if strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("%s: the page is sorted, not read in index order:\n%s", tc.name, plan)
+		}
+		if tc.f.Deployment != "" && (!strings.Contains(plan, "SEARCH a USING INDEX sqlite_autoindex_attempts_v1_1 (request_id=?)") ||
+			strings.Contains(plan, "CO-ROUTINE") || strings.Contains(plan, "AUTOMATIC") || strings.Contains(plan, "SCAN r") ||
+			strings.Contains(plan, "SCAN a")) {
+			t.Errorf("%s: the deployment filter reads more than the record's own attempts:\n%s", tc.name, plan)
 		}
 	}
 	if plan := queryPlan(t, db, pruneRecords, since.UnixNano(), 500); !strings.Contains(plan, "INDEX requests_created") ||
