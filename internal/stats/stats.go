@@ -22,7 +22,7 @@ const (
 	// DefaultApplyInterval is the least time between two rounds of Run (10 ms): see
 	// Options.ApplyInterval.
 	DefaultApplyInterval = 10 * time.Millisecond
-	batchSize            = 256 // observations applied before a snapshot is published
+	batchSize        = 256  // observations applied before a snapshot is published
 )
 
 // Observation is the outcome of one upstream attempt, as the relay reports it.
