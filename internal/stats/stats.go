@@ -19,9 +19,6 @@ const (
 
 	DefaultQueueSize = 4096 // observations waiting for Run
 	DefaultMaxRoutes = 4096 // routes plus deployments tracked (each about 1.8 KB)
-	// DefaultApplyInterval is the least time between two rounds of Run (10 ms): see
-	// Options.ApplyInterval.
-	DefaultApplyInterval = 10 * time.Millisecond
 	batchSize        = 256  // observations applied before a snapshot is published
 )
 
@@ -52,14 +49,6 @@ type Options struct {
 	MaxRoutes int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// ApplyInterval is the least time between two rounds in which Run applies what is queued
-	// and publishes the windows. An observation that finds Run idle is applied at once; one
-	// that arrives during the rest after a round waits for its end, so that a loaded gateway
-	// wakes Run about 1/ApplyInterval times a second instead of once per request (the wake-up,
-	// a goroutine handoff, cost more than the observation). Zero or negative means
-	// DefaultApplyInterval (10 ms); the windows are hourly, so no route is ordered on data
-	// staler than it matters.
-	ApplyInterval time.Duration
 }
 
 // A Collector keeps the windows. Record, Route, Uptime and Dropped are safe for concurrent
@@ -67,7 +56,6 @@ type Options struct {
 type Collector struct {
 	now       func() time.Time
 	maxRoutes int
-	rest      time.Duration // Options.ApplyInterval
 	queue     chan Observation
 	dropped   atomic.Uint64
 	running   atomic.Bool
@@ -89,10 +77,7 @@ func New(o Options) *Collector {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.ApplyInterval <= 0 {
-		o.ApplyInterval = DefaultApplyInterval
-	}
-	c := &Collector{now: o.Now, maxRoutes: o.MaxRoutes, rest: o.ApplyInterval, queue: make(chan Observation, o.QueueSize)}
+	c := &Collector{now: o.Now, maxRoutes: o.MaxRoutes, queue: make(chan Observation, o.QueueSize)}
 	m := map[key]*entry{}
 	c.routes.Store(&m)
 	return c
@@ -113,16 +98,12 @@ func (c *Collector) Record(o Observation) {
 func (c *Collector) Dropped() uint64 { return c.dropped.Load() }
 
 // Run applies queued observations until ctx is done, then applies what is still queued and
-// returns nil. It returns an error at once if Run is already running. After each round it
-// rests for ApplyInterval: Record then only queues, without waking it.
+// returns nil. It returns an error at once if Run is already running.
 func (c *Collector) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("stats: Collector.Run is already running")
 	}
 	defer c.running.Store(false)
-	rest := time.NewTimer(c.rest)
-	rest.Stop()
-	defer rest.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,15 +112,8 @@ func (c *Collector) Run(ctx context.Context) error {
 			return nil
 		case o := <-c.queue:
 			c.apply(o)
-			for c.drain(batchSize) == batchSize {
-				c.publish()
-			}
+			c.drain(batchSize)
 			c.publish()
-		}
-		rest.Reset(c.rest)
-		select {
-		case <-ctx.Done():
-		case <-rest.C:
 		}
 	}
 }

@@ -44,8 +44,7 @@ func run(t *testing.T, o Options, f func(c *Collector, clk *clock, record func(.
 			for _, x := range obs {
 				c.Record(x)
 			}
-			time.Sleep(c.rest) // Run's rest after a round ends (fake time in the bubble)
-			synctest.Wait()    // Run is blocked, resting or on an empty queue: everything is applied
+			synctest.Wait() // Run is blocked on an empty queue: everything is applied
 		})
 		cancel()
 		if err := <-done; err != nil {
@@ -260,37 +259,6 @@ func BenchmarkRoute(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			c.Route("d3", "m")
-		}
-	})
-}
-
-// TestRunRests: an observation that finds Run idle is applied at once; those that arrive while
-// it rests after a round are only queued (no wake-up per request) and applied together when the
-// rest ends.
-func TestRunRests(t *testing.T) {
-	run(t, Options{ApplyInterval: 50 * time.Millisecond}, func(c *Collector, clk *clock, _ func(...Observation)) {
-		o := Observation{Deployment: "d", Model: "m", TTFT: time.Millisecond, Duration: time.Second}
-		count := func() int {
-			rs, _ := c.Route("d", "m")
-			return rs.Samples
-		}
-		c.Record(o)
-		synctest.Wait()
-		if got := count(); got != 1 {
-			t.Fatalf("the first observation: %d requests applied, want 1 at once", got)
-		}
-		for range 100 {
-			c.Record(o)
-		}
-		time.Sleep(49 * time.Millisecond)
-		synctest.Wait()
-		if got := count(); got != 1 {
-			t.Fatalf("during the rest: %d requests applied, want 1 (queued, Run not woken)", got)
-		}
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		if got := count(); got != 101 {
-			t.Fatalf("after the rest: %d requests applied, want 101", got)
 		}
 	})
 }
