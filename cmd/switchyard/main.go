@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/config"
@@ -402,6 +404,7 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	if err != nil {
 		return err
 	}
+	applyMemoryLimit(lg, memlimit.FromCgroup) // GOMEMLIMIT from the container's limit unless set
 	tr, stopTracing, err := openTracing(ctx, cfg)
 	if err != nil {
 		return err
