@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -88,8 +89,14 @@ func (g *group) serve(fn func(ctx context.Context)) {
 	go func() { defer g.wg.Done(); fn(g.ctx) }()
 }
 
-// httpServe serves h on ln until the group stops.
-func (g *group) httpServe(ln net.Listener, h http.Handler) {
+// httpServe serves h on ln until the group stops. A non-empty target labels the CPU profile
+// samples of the server's connections (and of the goroutines they start: the transport's
+// connection loops) with pprof label target=NAME, so that -cpuprofile splits the gateway
+// process by target: `go tool pprof -tagfocus target=switchyard`.
+func (g *group) httpServe(ln net.Listener, target string, h http.Handler) {
+	if target != "" {
+		h = labeled(target, h)
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	g.serve(func(ctx context.Context) {
 		errc := make(chan error, 1)
@@ -249,7 +256,7 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, key
 	if err != nil {
 		return out, err
 	}
-	g.httpServe(cln, statsHandler())
+	g.httpServe(cln, "", statsHandler())
 	out.Control = "http://" + cln.Addr().String()
 	bares := []struct {
 		root string
@@ -264,7 +271,7 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, key
 		if err != nil {
 			return out, err
 		}
-		g.httpServe(ln, h)
+		g.httpServe(ln, "bare-proxy", h)
 		*b.dst = "http://" + ln.Addr().String()
 	}
 
@@ -293,6 +300,9 @@ const (
 	obsTraced         // metrics on, JSON access log formatted (to io.Discard), tracing on: 10% sampled, OTLP/HTTP to an in-process sink
 	obsKeyed          // obsDefault with authentication on and a key of an unmetered account (-keyed)
 )
+
+// obsTarget names the target of each Switchyard variant (the tables' rows, the profile label).
+var obsTarget = [...]string{obsDefault: "switchyard", obsOff: "switchyard-obs-off", obsTraced: "switchyard-traced", obsKeyed: "switchyard-keyed"}
 
 // startSwitchyard starts one Switchyard of the variant obs, built as cmd/switchyard's run()
 // builds it, and returns its root URL. sample is the tracing ratio of obsDefault and obsTraced
@@ -353,7 +363,10 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	}
 	recCtx, stopRec := context.WithCancel(context.Background())
 	recDone := make(chan struct{})
-	go func() { defer close(recDone); _ = rec.Run(recCtx) }() // owned: stopped in the after hook
+	go pprof.Do(recCtx, pprof.Labels("target", obsTarget[obs]), func(ctx context.Context) { // owned: stopped in the after hook
+		defer close(recDone)
+		_ = rec.Run(ctx) // the audit writer, in its target's profile samples
+	})
 	// The server's background work, as run() starts it: the route statistics, and with a store
 	// of accounts the ledger writer and the key cache. Without it the statistics queue fills
 	// and drops, and the measured process does less than the real one.
@@ -377,7 +390,7 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	if err != nil {
 		return "", "", err
 	}
-	g.httpServe(ln, srv)
+	g.httpServe(ln, obsTarget[obs], srv)
 	return "http://" + ln.Addr().String(), secret, nil
 }
 
@@ -460,4 +473,15 @@ func otlpSink(g *group, ratio float64) (*telemetry.Tracing, error) {
 		<-done
 	})
 	return tr, nil
+}
+
+// labeled sets the pprof label target=name on the goroutine serving each request: it stays on
+// the connection's goroutine after the request (each connection serves one target), and
+// goroutines started from it inherit it.
+func labeled(name string, h http.Handler) http.Handler {
+	lctx := pprof.WithLabels(context.Background(), pprof.Labels("target", name))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pprof.SetGoroutineLabels(lctx)
+		h.ServeHTTP(w, r)
+	})
 }
