@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -29,6 +30,10 @@ type Store struct {
 	// feedScope is the schema whose changes this store announces on [ChangeChannel]; "" (SQLite,
 	// or a Postgres store before EnableChangeFeed) announces nothing.
 	feedScope string
+	// ledger holds the ledger writer's prepared statements (ledgerStatements), nil until its
+	// first batch.
+	stmtMu   sync.Mutex
+	ledgerSt *ledgerStmts
 }
 
 // ChangeChannel is the Postgres NOTIFY channel of the change feed. Each payload is

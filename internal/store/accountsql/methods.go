@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -342,29 +343,37 @@ func (s *Store) Credit(ctx context.Context, e *accounts.LedgerEntry) (int64, err
 }
 
 // ledgerChunk is the most rows one INSERT of AppendLedger writes: 16 parameters a row stays far
-// below the bound-parameter limits of SQLite (32766) and Postgres (65535).
+// below the bound-parameter limits of SQLite (32766) and Postgres (65535). A power of two.
 const ledgerChunk = 512
 
 // AppendLedger implements accounts.Store. Each chunk of entries is one multi-row INSERT that
 // skips an entry already stored (ON CONFLICT DO NOTHING on the unique indexes
 // ledger_settle_request, ledger_reserve_request and ledger_release_request) and returns the rows
 // it inserted; the reserves inserted are added to ledger_open and the requests settled or
-// released removed from it (one statement each); then each account's balance is reduced once by
-// the sum of its settles inserted, accounts in id order (so that concurrent batches lock them in
-// one order). Reserve and release entries change no balance. A batch is a few statements
-// whatever its size: the round trips, not the rows, are what a batch costs.
+// released removed from it; then each account's balance is reduced once by the sum of its
+// settles inserted, accounts in id order (so that concurrent batches lock them in one order).
+// Reserve and release entries change no balance. A batch is a few statements whatever its size:
+// the round trips, not the rows, are what a batch costs. Every statement is prepared once and
+// reused (Store.prepared): a chunk is a power of two of rows (1, 2, 4, ... ledgerChunk), so a
+// batch of n entries runs at most log2(n)+1 shapes, each parsed by the database once per
+// connection instead of once per batch (issue 15: parsing was half of the ledger writer's CPU
+// with keyed requests, whose batches are a few entries each).
 func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	ls, err := s.ledgerStatements(ctx)
+	if err != nil {
+		return wrap("writing the ledger", err)
+	}
 	return wrap("writing the ledger", s.inTx(ctx, func(tx *sql.Tx) error {
 		settled := make(map[string]int64)
 		for rest := entries; len(rest) > 0; {
-			n := min(len(rest), ledgerChunk)
-			if err := s.insertChunk(ctx, tx, rest[:n], settled); err != nil {
+			n := pow2Floor(min(len(rest), ledgerChunk))
+			if err := s.insertChunk(ctx, tx, ls, rest[:n], settled); err != nil {
 				return err
 			}
-			if err := s.trackOpen(ctx, tx, rest[:n]); err != nil {
+			if err := s.trackOpen(ctx, tx, ls, rest[:n]); err != nil {
 				return err
 			}
 			rest = rest[n:]
@@ -376,9 +385,12 @@ func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry
 			}
 		}
 		slices.Sort(ids)
+		if len(ids) == 0 {
+			return nil
+		}
+		st := tx.StmtContext(ctx, ls.update)
 		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE accounts SET balance_micro_usd = balance_micro_usd - ? WHERE id = ?`),
-				settled[id], id); err != nil {
+			if _, err := st.ExecContext(ctx, settled[id], id); err != nil {
 				return err
 			}
 		}
@@ -386,25 +398,106 @@ func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry
 	}))
 }
 
-// insertChunk inserts es in one statement and adds the amount of each settle it inserted to
-// settled, by account.
-func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.LedgerEntry, settled map[string]int64) error {
+// pow2Floor is the largest power of two <= n, for n >= 1.
+func pow2Floor(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
+
+// ledgerLevels is the number of chunk shapes: 1, 2, 4, ... ledgerChunk rows.
+var ledgerLevels = bits.Len(ledgerChunk)
+
+// ledgerStmts are the ledger writer's statements, prepared once on the writer pool: for k in
+// [0, ledgerLevels), insert[k] inserts 1<<k entries, open[k] adds 1<<k reserves to ledger_open
+// and end[k] removes 1<<k requests from it; update reduces one account's balance.
+type ledgerStmts struct {
+	insert, open, end []*sql.Stmt
+	update            *sql.Stmt
+}
+
+// ledgerStatements returns the ledger writer's statements, preparing them on first use. It
+// must be called outside a transaction: the SQLite store's writer pool is one connection,
+// which a transaction holds. Inside one, tx.StmtContext reuses a statement already prepared on
+// the transaction's connection (database/sql prepares it there when it is not).
+func (s *Store) ledgerStatements(ctx context.Context) (*ledgerStmts, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if s.ledgerSt != nil {
+		return s.ledgerSt, nil
+	}
+	openHead := `INSERT INTO ledger_open (request_id, replica, at) SELECT v.request_id, v.replica, v.at FROM (VALUES `
+	openTail := `) AS v (request_id, replica, at) WHERE ` + endedV("v.request_id") + ` ON CONFLICT DO NOTHING`
+	if !s.pg {
+		openHead = `INSERT INTO ledger_open (request_id, replica, at) SELECT v.column1, v.column2, v.column3 FROM (VALUES `
+		openTail = `) AS v WHERE ` + endedV("v.column1") + ` ON CONFLICT DO NOTHING`
+	}
+	const openRow = "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))"
+	ls := &ledgerStmts{}
+	prepare := func(query string) (*sql.Stmt, error) {
+		st, err := s.db.PrepareContext(ctx, s.q(query))
+		if err != nil {
+			ls.close()
+		}
+		return st, err
+	}
+	for k := range ledgerLevels {
+		for _, q := range []struct {
+			dst             *[]*sql.Stmt
+			head, row, tail string
+		}{
+			{&ls.insert, insertRows, insertRow, insertReturning},
+			{&ls.open, openHead, openRow, openTail},
+			{&ls.end, `DELETE FROM ledger_open WHERE request_id IN (`, "?", `)`},
+		} {
+			st, err := prepare(repeatRows(q.head, q.row, 1<<k, q.tail))
+			if err != nil {
+				return nil, err
+			}
+			*q.dst = append(*q.dst, st)
+		}
+	}
+	var err error
+	if ls.update, err = prepare(`UPDATE accounts SET balance_micro_usd = balance_micro_usd - ? WHERE id = ?`); err != nil {
+		return nil, err
+	}
+	s.ledgerSt = ls
+	return ls, nil
+}
+
+// close closes the statements prepared so far.
+func (ls *ledgerStmts) close() {
+	for _, sts := range [][]*sql.Stmt{ls.insert, ls.open, ls.end, {ls.update}} {
+		for _, st := range sts {
+			if st != nil {
+				st.Close()
+			}
+		}
+	}
+}
+
+// repeatRows is head followed by n copies of row separated by commas, then tail.
+func repeatRows(head, row string, n int, tail string) string {
 	var b strings.Builder
-	b.Grow(len(insertRows) + len(es)*len(insertRow) + len(insertReturning))
-	b.WriteString(insertRows)
-	args := make([]any, 0, 16*len(es))
-	for i := range es {
-		e := &es[i]
+	b.Grow(len(head) + n*(len(row)+1) + len(tail))
+	b.WriteString(head)
+	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(insertRow)
+		b.WriteString(row)
+	}
+	b.WriteString(tail)
+	return b.String()
+}
+
+// insertChunk inserts es (a power of two of entries) in one statement and adds the amount of
+// each settle it inserted to settled, by account.
+func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es []accounts.LedgerEntry, settled map[string]int64) error {
+	args := make([]any, 0, 16*len(es))
+	for i := range es {
+		e := &es[i]
 		t := &e.Tokens
 		args = append(args, createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model, e.Deployment, string(e.Kind),
 			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance, e.Replica)
 	}
-	b.WriteString(insertReturning)
-	rows, err := tx.QueryContext(ctx, s.q(b.String()), args...)
+	rows, err := tx.StmtContext(ctx, ls.insert[bits.Len(uint(len(es)))-1]).QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -424,9 +517,8 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, es []accounts.Ledge
 
 // trackOpen keeps ledger_open in step with the chunk es just inserted: its reserves are added
 // (a reserve retried after its request ended is not reopened), then the requests it
-// settles or releases are removed.
-func (s *Store) trackOpen(ctx context.Context, tx *sql.Tx, es []accounts.LedgerEntry) error {
-	var open, ends strings.Builder
+// settles or releases are removed. Each is one prepared statement per power of two of rows.
+func (s *Store) trackOpen(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es []accounts.LedgerEntry) error {
 	var openArgs, endArgs []any
 	for i := range es {
 		e := &es[i]
@@ -435,35 +527,25 @@ func (s *Store) trackOpen(ctx context.Context, tx *sql.Tx, es []accounts.LedgerE
 		}
 		switch e.Kind {
 		case accounts.KindReserve:
-			if open.Len() > 0 {
-				open.WriteByte(',')
-			}
-			open.WriteString("(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))")
 			openArgs = append(openArgs, e.RequestID, e.Replica, createdAt(e.At))
 		case accounts.KindSettle, accounts.KindRelease:
-			if ends.Len() > 0 {
-				ends.WriteByte(',')
-			}
-			ends.WriteByte('?')
 			endArgs = append(endArgs, e.RequestID)
 		}
 	}
-	if len(openArgs) > 0 {
-		// A reserve whose end is already stored (a retried batch) is not reopened.
-		q := `INSERT INTO ledger_open (request_id, replica, at) SELECT v.request_id, v.replica, v.at FROM (VALUES ` + open.String() +
-			`) AS v (request_id, replica, at) WHERE ` + endedV("v.request_id") + ` ON CONFLICT DO NOTHING`
-		if !s.pg {
-			q = `INSERT INTO ledger_open (request_id, replica, at) SELECT v.column1, v.column2, v.column3 FROM (VALUES ` + open.String() +
-				`) AS v WHERE ` + endedV("v.column1") + ` ON CONFLICT DO NOTHING`
-		}
-		if _, err := tx.ExecContext(ctx, s.q(q), openArgs...); err != nil {
+	// A reserve whose end is already stored (a retried batch) is not reopened (ledgerStatements).
+	for len(openArgs) > 0 {
+		k := bits.Len(uint(len(openArgs)/3)) - 1
+		if _, err := tx.StmtContext(ctx, ls.open[k]).ExecContext(ctx, openArgs[:3<<k]...); err != nil {
 			return err
 		}
+		openArgs = openArgs[3<<k:]
 	}
-	if len(endArgs) > 0 {
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ledger_open WHERE request_id IN (`+ends.String()+`)`), endArgs...); err != nil {
+	for len(endArgs) > 0 {
+		k := bits.Len(uint(len(endArgs))) - 1
+		if _, err := tx.StmtContext(ctx, ls.end[k]).ExecContext(ctx, endArgs[:1<<k]...); err != nil {
 			return err
 		}
+		endArgs = endArgs[1<<k:]
 	}
 	return nil
 }
