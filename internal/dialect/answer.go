@@ -26,16 +26,18 @@ func errUnreadable() *failure.Error {
 	return &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
 }
 
-// ScanAnswer checks a provider's non-stream 200 body in one pass over its bytes, and returns its
-// top-level members model, usage and answer. It is TooDeep, a full JSON validation and
-// CheckAnswer's member check in one linear scan, without recursion past MaxDepth, allocation or
-// decoding: body must be valid JSON (RFC 8259 grammar; string bytes are not checked for UTF-8,
-// as no JSON validator of the gateway does for provider bytes) nested at most MaxDepth levels,
-// and a JSON object with no non-null top-level `error` whose member answer is an array
-// (non-empty unless emptyOK) or, for answer "input_tokens", a number. Errors are upstream_error
-// *failure.Error, as those of TooDeep (ResponseTooDeep), gjson validation ("the provider sent
-// an unreadable response") and CheckAnswer: the attempt fails over, and no empty success or
-// unreadable body reaches the caller (R-FAIL-2).
+// ScanAnswer checks a provider's non-stream 200 body before it is passed through, in one pass
+// over its bytes, and returns its top-level members model, usage and answer. It validates,
+// limits the depth and checks the answer in one linear scan, without recursion past MaxDepth,
+// allocation or decoding: body must be valid JSON (RFC 8259 grammar; string bytes are not
+// checked for UTF-8, as no JSON validator of the gateway does for provider bytes) nested at most
+// MaxDepth levels, and a JSON object with no non-null top-level `error` whose member answer is
+// an array, non-empty unless emptyOK (`choices` of a chat completion, `data` of an embeddings or
+// images list, `content` of a message), or a number when answer is `input_tokens` (a
+// count_tokens answer). Anything else is an upstream_error *failure.Error naming the depth
+// limit (ResponseTooDeep), an unreadable response, an error object sent with status 200, or the
+// answer that is missing: the attempt fails over before anything reached the caller, and no
+// empty success is relayed (R-FAIL-2; "nothing ends in an empty 200").
 func ScanAnswer(body []byte, answer string, emptyOK bool) (Answer, error) {
 	var a Answer
 	sc := answerScan{s: View(body), answer: answer}
@@ -54,7 +56,7 @@ func ScanAnswer(body []byte, answer string, emptyOK bool) (Answer, error) {
 	return a, checkMembers(sc.isError, a.Member, answer, emptyOK)
 }
 
-// checkMembers is CheckAnswer's verdict on a JSON object's top-level members: isError says it
+// checkMembers is ScanAnswer's verdict on a JSON object's top-level members: isError says it
 // has a non-null `error`, found is its member answer.
 func checkMembers(isError bool, found gjson.Result, answer string, emptyOK bool) error {
 	ok := false
@@ -185,24 +187,32 @@ func (sc *answerScan) object(depth int, top bool) bool {
 		if top {
 			sc.record(key, span{vs, sc.i})
 		}
-		sc.ws()
-		if sc.i >= len(sc.s) {
-			return false
-		}
-		switch sc.s[sc.i] {
-		case ',':
-			sc.i++
-		case '}':
-			sc.i++
-			return true
-		default:
-			return false
+		if more, ok := sc.next('}'); !more {
+			return ok
 		}
 	}
 }
 
+// next reads what follows a member or an element: a comma (more true: another follows) or the
+// container's closing byte (more false, ok true); anything else is invalid (both false).
+func (sc *answerScan) next(closing byte) (more, ok bool) {
+	sc.ws()
+	if sc.i >= len(sc.s) {
+		return false, false
+	}
+	switch sc.s[sc.i] {
+	case ',':
+		sc.i++
+		return true, true
+	case closing:
+		sc.i++
+		return false, true
+	}
+	return false, false
+}
+
 // record notes a top-level member: model and usage as gjson.Get finds them (the first), the
-// answer member as CheckAnswer did (the last), and any non-null error.
+// answer member as the former member check did (the last), and any non-null error.
 func (sc *answerScan) record(key string, v span) {
 	switch key {
 	case "model":
@@ -239,18 +249,8 @@ func (sc *answerScan) array(depth int) bool {
 		if !sc.value(depth) {
 			return false
 		}
-		sc.ws()
-		if sc.i >= len(sc.s) {
-			return false
-		}
-		switch sc.s[sc.i] {
-		case ',':
-			sc.i++
-		case ']':
-			sc.i++
-			return true
-		default:
-			return false
+		if more, ok := sc.next(']'); !more {
+			return ok
 		}
 	}
 }

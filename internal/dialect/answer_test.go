@@ -13,7 +13,9 @@ import (
 )
 
 // TestCheckAnswer: a provider 200 body passes through only when it answers something (nothing
-// ends in an empty 200); everything else is an upstream_error, which fails over.
+// ends in an empty 200); everything else is an upstream_error, which fails over. Checked on
+// ScanAnswer, the gateway's check, and on the former member check it replaced (the reference
+// of TestScanAnswer).
 func TestCheckAnswer(t *testing.T) {
 	cases := []struct {
 		body, answer string
@@ -36,17 +38,56 @@ func TestCheckAnswer(t *testing.T) {
 		{`{}`, "input_tokens", false, false},
 	}
 	for _, c := range cases {
-		err := dialect.CheckAnswer([]byte(c.body), c.answer, c.emptyOK)
-		if c.ok != (err == nil) {
-			t.Errorf("CheckAnswer(%s, %q) = %v, want ok=%v", c.body, c.answer, err, c.ok)
-		}
-		if fe, isFE := err.(*failure.Error); err != nil && (!isFE || fe.Class != failure.UpstreamError) {
-			t.Errorf("CheckAnswer(%s) = %v, want an upstream_error", c.body, err)
+		_, scanErr := dialect.ScanAnswer([]byte(c.body), c.answer, c.emptyOK)
+		for name, err := range map[string]error{"ScanAnswer": scanErr, "checkAnswer": checkAnswer([]byte(c.body), c.answer, c.emptyOK)} {
+			if c.ok != (err == nil) {
+				t.Errorf("%s(%s, %q) = %v, want ok=%v", name, c.body, c.answer, err, c.ok)
+			}
+			if fe, isFE := err.(*failure.Error); err != nil && (!isFE || fe.Class != failure.UpstreamError) {
+				t.Errorf("%s(%s) = %v, want an upstream_error", name, c.body, err)
+			}
 		}
 	}
 }
 
-// oldCheck is the chain ScanAnswer replaces (TooDeep, gjson validation, CheckAnswer, then path
+// checkAnswer is the member check ScanAnswer replaced, kept as the reference: on a valid JSON
+// body, an object with no non-null top-level error whose member answer is an array (non-empty
+// unless emptyOK) or, for input_tokens, a number; the last member answer counts.
+func checkAnswer(body []byte, answer string, emptyOK bool) error {
+	root := gjson.Parse(dialect.View(body))
+	if !root.IsObject() {
+		return &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
+	}
+	var found gjson.Result
+	isError := false
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "error":
+			isError = v.Type != gjson.Null
+		case answer:
+			found = v
+		}
+		return !isError
+	})
+	ok := false
+	switch {
+	case isError:
+	case answer == "input_tokens":
+		ok = found.Type == gjson.Number
+	case found.IsArray():
+		ok = emptyOK || found.Get("#").Int() > 0
+	}
+	if ok {
+		return nil
+	}
+	msg := "the provider answered 200 without `" + answer + "`"
+	if isError {
+		msg = "the provider answered 200 with an error object"
+	}
+	return &failure.Error{Class: failure.UpstreamError, Msg: msg}
+}
+
+// oldCheck is the chain ScanAnswer replaces (TooDeep, gjson validation, checkAnswer, then path
 // lookups of model and usage): the reference the one-pass scan must agree with on every input.
 func oldCheck(body []byte, answer string, emptyOK bool) (model, usage gjson.Result, msg string) {
 	if dialect.TooDeep(body) {
@@ -55,7 +96,7 @@ func oldCheck(body []byte, answer string, emptyOK bool) (model, usage gjson.Resu
 	if !gjson.ValidBytes(body) {
 		return model, usage, "the provider sent an unreadable response"
 	}
-	if err := dialect.CheckAnswer(body, answer, emptyOK); err != nil {
+	if err := checkAnswer(body, answer, emptyOK); err != nil {
 		return model, usage, err.(*failure.Error).Msg
 	}
 	return dialect.Get(body, "model"), dialect.Get(body, "usage"), ""
@@ -97,7 +138,7 @@ func checkScanAnswer(t *testing.T, body []byte, answer string, emptyOK bool) {
 }
 
 // TestScanAnswer: the one pass over a provider's 200 body (depth, validity, the answer member,
-// model and usage) gives what TooDeep, gjson's validator, CheckAnswer and two path lookups gave,
+// model and usage) gives what TooDeep, gjson's validator, checkAnswer and two path lookups gave,
 // on valid answers, on every class of invalid JSON and at the depth limit.
 func TestScanAnswer(t *testing.T) {
 	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }

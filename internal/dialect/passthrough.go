@@ -242,33 +242,6 @@ func Meaningful(v gjson.Result) bool {
 	return v.Exists()
 }
 
-// CheckAnswer checks a provider's non-stream 200 body (valid JSON, depth already checked) before
-// it is passed through: it must be a JSON object with no top-level `error` member whose member
-// answer is an array, non-empty unless emptyOK (`choices` of a chat completion, `data` of an
-// embeddings list, `content` of a message), or a number when answer is `input_tokens` (a
-// count_tokens answer). Anything else — `{}`, an error object sent with status 200, a list
-// that answers nothing — is an upstream_error naming what was missing: the attempt fails over
-// before anything reached the caller, and no empty success is relayed (R-FAIL-2; "nothing
-// ends in an empty 200"). One pass over the top-level members; nothing is decoded.
-func CheckAnswer(body []byte, answer string, emptyOK bool) error {
-	root := gjson.Parse(View(body))
-	if !root.IsObject() {
-		return &failure.Error{Class: failure.UpstreamError, Msg: "the provider sent an unreadable response"}
-	}
-	var found gjson.Result
-	isError := false
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "error":
-			isError = v.Type != gjson.Null
-		case answer:
-			found = v
-		}
-		return !isError
-	})
-	return checkMembers(isError, found, answer, emptyOK)
-}
-
 // AppendModel appends json with model, the member a ScanAnswer (or a path lookup) found in it,
 // replaced by the string s when it is a string that differs; otherwise json unchanged. It
 // echoes the caller's model id (R-MODEL-6) without looking the member up again.

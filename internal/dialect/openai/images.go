@@ -225,7 +225,7 @@ func AppendImageEditBody(dst, body []byte, info *dialect.RequestInfo, upstreamMo
 
 // RewriteImagesResponse checks a non-stream images response (an object: {"created", "data":
 // [{"b64_json"|"url", ...}], "usage"?}; an empty or missing data array, or an error member, is
-// an upstream_error that fails over, dialect.CheckAnswer), appends it to dst unchanged, and returns its usage
+// an upstream_error that fails over, dialect.ScanAnswer), appends it to dst unchanged, and returns its usage
 // (ok=false when it has none): GPT image models report {input_tokens, output_tokens,
 // input_tokens_details: {text_tokens, image_tokens, cached_tokens?}}; input_tokens counts
 // every prompt token (text and image), cached ones included, so Input = input_tokens - cached.
