@@ -26,7 +26,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
 )
@@ -45,20 +44,20 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 		dst = strconv.AppendInt(dst, int64(a.Attempt), 10)
 		for _, s := range [...]string{a.Deployment, a.Provider, a.Model, a.UpstreamModel, a.Outcome, a.ErrorCode} {
 			dst = append(dst, ',')
-			dst = appendString(dst, s)
+			dst = audit.AppendJSONString(dst, s)
 		}
 		for _, n := range [...]int64{a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning} {
 			dst = append(dst, ',')
 			dst = strconv.AppendInt(dst, n, 10)
 		}
 		dst = append(dst, ',')
-		dst = appendString(dst, a.UsageProvenance)
+		dst = audit.AppendJSONString(dst, a.UsageProvenance)
 		dst = append(dst, ',')
 		dst = appendFloat(dst, a.ReservedMaxUSD)
 		dst = append(dst, ',')
 		dst = appendFloat(dst, a.CostUSD)
 		dst = append(dst, ',')
-		dst = appendString(dst, a.BillingSource)
+		dst = audit.AppendJSONString(dst, a.BillingSource)
 		if a.Price == nil {
 			dst = append(dst, ",null"...)
 		} else {
@@ -87,7 +86,7 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, s)
+			dst = audit.AppendJSONString(dst, s)
 		}
 		dst = append(dst, "],"...)
 		dst = strconv.AppendInt(dst, int64(a.UpstreamStatus), 10)
@@ -100,9 +99,9 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 			dst = append(dst, "null"...)
 		}
 		dst = append(dst, ',')
-		dst = appendString(dst, a.Strategy)
+		dst = audit.AppendJSONString(dst, a.Strategy)
 		dst = append(dst, ',')
-		dst = appendString(dst, a.Region)
+		dst = audit.AppendJSONString(dst, a.Region)
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
@@ -113,50 +112,6 @@ func appendFloat(dst []byte, f float64) []byte {
 		return append(dst, "null"...)
 	}
 	return strconv.AppendFloat(dst, f, 'g', -1, 64)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // Parse decodes the compact form b into attempts, never nil: DroppedParams is never nil,

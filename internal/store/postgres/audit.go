@@ -74,7 +74,7 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	rq.grow(len(recs))
 	var buf []byte
 	for _, r := range recs {
-		buf = auditjson.AppendEvents(buf[:0], &r.AdmissionEvents)
+		buf = r.AdmissionEvents.AppendJSON(buf[:0])
 		mid := len(buf)
 		buf = auditjson.Append(buf, r.Attempts)
 		s := string(buf) // one allocation for both

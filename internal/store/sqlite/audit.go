@@ -187,7 +187,7 @@ func (w *batchWriter) exec(ctx context.Context, st *sql.Stmt, chunk []*audit.Rec
 	w.buf, w.ends = w.buf[:0], w.ends[:0]
 	for _, r := range chunk {
 		start := len(w.buf)
-		w.buf = auditjson.AppendEvents(w.buf, &r.AdmissionEvents)
+		w.buf = r.AdmissionEvents.AppendJSON(w.buf)
 		mid := len(w.buf)
 		w.buf = auditjson.Append(w.buf, r.Attempts)
 		w.ends = append(w.ends, start, mid, len(w.buf))

@@ -1,4 +1,4 @@
-package auditjson
+package audit_test
 
 import (
 	"encoding/json"
@@ -55,16 +55,16 @@ func eventCases() map[string]audit.AdmissionEvents {
 	return cases
 }
 
-// TestAppendEventsIsMarshalJSON: AppendEvents writes byte for byte what json.Marshal of the
+// TestAppendJSONIsReflectEncoding: AppendJSON writes byte for byte what json.Marshal of the
 // events wrote into the column before it (for strings without HTML characters), and reads back
 // as the same events.
-func TestAppendEventsIsMarshalJSON(t *testing.T) {
+func TestAppendJSONIsReflectEncoding(t *testing.T) {
 	for name, es := range eventCases() {
-		want, err := json.Marshal(es)
+		want, err := audit.MarshalReflect(es)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := AppendEvents(nil, &es)
+		got := es.AppendJSON(nil)
 		if string(got) != string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 		}
@@ -81,7 +81,7 @@ func TestAppendEventsIsMarshalJSON(t *testing.T) {
 // normalized is es as it reads back from its JSON: times in UTC, members its kind does not
 // write zero.
 func normalized(es audit.AdmissionEvents) audit.AdmissionEvents {
-	b, err := json.Marshal(es)
+	b, err := audit.MarshalReflect(es)
 	if err != nil {
 		panic(err)
 	}
@@ -92,17 +92,17 @@ func normalized(es audit.AdmissionEvents) audit.AdmissionEvents {
 	return out
 }
 
-// TestAppendEventsOddValues: strings that need escaping (quotes, control characters, HTML
+// TestAppendJSONOddValues: strings that need escaping (quotes, control characters, HTML
 // characters, invalid UTF-8) read back as encoding/json would have stored them; a non-finite
 // reserve (which json.Marshal refuses, failing the whole batch) is written as null and reads
 // back as 0; the rest of the record is kept.
-func TestAppendEventsOddValues(t *testing.T) {
+func TestAppendJSONOddValues(t *testing.T) {
 	var es audit.AdmissionEvents
 	es.Add(audit.AdmissionEvent{Kind: audit.EventCircuitOpen, Stage: audit.StagePlan,
 		Deployment: "quote\" back\\ nl\n ctl\x01 <b>&amp; \u2028 ü 模型", Model: "bad \xff end", Circuit: audit.CircuitModel})
 	es.Add(audit.AdmissionEvent{Kind: audit.EventReserveTaken, Scopes: audit.ScopeAccount, ReserveUSD: math.NaN()})
 	es.Add(audit.AdmissionEvent{Kind: audit.EventLimitsChecked, Tokens: 9, ReserveUSD: math.Inf(1)})
-	b := AppendEvents(nil, &es)
+	b := es.AppendJSON(nil)
 	if !json.Valid(b) {
 		t.Fatalf("not valid JSON: %s", b)
 	}
@@ -125,29 +125,29 @@ func TestAppendEventsOddValues(t *testing.T) {
 	}
 }
 
-// TestAppendEventsAllocates: nothing beyond dst's growth.
-func TestAppendEventsAllocates(t *testing.T) {
+// TestAppendJSONAllocates: nothing beyond dst's growth.
+func TestAppendJSONAllocates(t *testing.T) {
 	es := storetest.FullRecord("r").AdmissionEvents
 	buf := make([]byte, 0, 4096)
-	if n := testing.AllocsPerRun(100, func() { buf = AppendEvents(buf[:0], &es) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { buf = es.AppendJSON(buf[:0]) }); n != 0 {
 		t.Errorf("%v allocations per call, want 0", n)
 	}
 }
 
-// BenchmarkAppendEvents: the three events of storetest.FullRecord; json.Marshal for comparison.
-func BenchmarkAppendEvents(b *testing.B) {
+// BenchmarkAppendJSON: the three events of storetest.FullRecord; json.Marshal for comparison.
+func BenchmarkAppendJSON(b *testing.B) {
 	es := storetest.FullRecord("r").AdmissionEvents
-	b.Run("AppendEvents", func(b *testing.B) {
+	b.Run("AppendJSON", func(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
-			buf = AppendEvents(buf[:0], &es)
+			buf = es.AppendJSON(buf[:0])
 		}
 	})
-	b.Run("json.Marshal", func(b *testing.B) {
+	b.Run("reflect", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := json.Marshal(es); err != nil {
+			if _, err := audit.MarshalReflect(es); err != nil {
 				b.Fatal(err)
 			}
 		}
