@@ -354,7 +354,7 @@ const ledgerChunk = 512
 // settles inserted, accounts in id order (so that concurrent batches lock them in one order).
 // Reserve and release entries change no balance. A batch is a few statements whatever its size:
 // the round trips, not the rows, are what a batch costs. Every statement is prepared once and
-// reused (Store.prepared): a chunk is a power of two of rows (1, 2, 4, ... ledgerChunk), so a
+// reused (ledgerStatements): a chunk is a power of two of rows (1, 2, 4, ... ledgerChunk), so a
 // batch of n entries runs at most log2(n)+1 shapes, each parsed by the database once per
 // connection instead of once per batch (issue 15: parsing was half of the ledger writer's CPU
 // with keyed requests, whose batches are a few entries each).
@@ -369,7 +369,7 @@ func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry
 	return wrap("writing the ledger", s.inTx(ctx, func(tx *sql.Tx) error {
 		settled := make(map[string]int64)
 		for rest := entries; len(rest) > 0; {
-			n := pow2Floor(min(len(rest), ledgerChunk))
+			n := 1 << level(min(len(rest), ledgerChunk))
 			if err := s.insertChunk(ctx, tx, ls, rest[:n], settled); err != nil {
 				return err
 			}
@@ -398,8 +398,9 @@ func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry
 	}))
 }
 
-// pow2Floor is the largest power of two <= n, for n >= 1.
-func pow2Floor(n int) int { return 1 << (bits.Len(uint(n)) - 1) }
+// level is k such that 1<<k is the largest power of two <= n, for n >= 1: the chunk shape
+// (ledgerStmts) of n rows.
+func level(n int) int { return bits.Len(uint(n)) - 1 }
 
 // ledgerLevels is the number of chunk shapes: 1, 2, 4, ... ledgerChunk rows.
 var ledgerLevels = bits.Len(ledgerChunk)
@@ -497,7 +498,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es
 		args = append(args, createdAt(e.At), e.AccountID, e.KeyID, e.RequestID, e.Model, e.Deployment, string(e.Kind),
 			t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning, e.AmountMicroUSD, e.Mark, e.UsageProvenance, e.Replica)
 	}
-	rows, err := tx.StmtContext(ctx, ls.insert[bits.Len(uint(len(es)))-1]).QueryContext(ctx, args...)
+	rows, err := tx.StmtContext(ctx, ls.insert[level(len(es))]).QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -534,14 +535,14 @@ func (s *Store) trackOpen(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es [
 	}
 	// A reserve whose end is already stored (a retried batch) is not reopened (ledgerStatements).
 	for len(openArgs) > 0 {
-		k := bits.Len(uint(len(openArgs)/3)) - 1
+		k := level(len(openArgs) / 3)
 		if _, err := tx.StmtContext(ctx, ls.open[k]).ExecContext(ctx, openArgs[:3<<k]...); err != nil {
 			return err
 		}
 		openArgs = openArgs[3<<k:]
 	}
 	for len(endArgs) > 0 {
-		k := bits.Len(uint(len(endArgs))) - 1
+		k := level(len(endArgs))
 		if _, err := tx.StmtContext(ctx, ls.end[k]).ExecContext(ctx, endArgs[:1<<k]...); err != nil {
 			return err
 		}
