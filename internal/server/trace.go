@@ -17,7 +17,8 @@ import (
 
 // traceState is a traced model call's server span and the span ids its attempts' traceparents
 // carried upstream (docs/observability.md "Traces"). It lives in the pooled callObs; span is nil
-// when the call is not traced (tracing off).
+// when the call is not traced (tracing off), or when its new trace is not sampled (then tid is
+// its trace id and sampled is false).
 type traceState struct {
 	span    trace.Span
 	ctx     context.Context // the server span's context: the parent of the attempt spans
@@ -37,8 +38,23 @@ var traceContext = propagation.TraceContext{}
 // beginTrace starts the call's server span, a child of the caller's W3C traceparent when it
 // sent one, and returns ctx carrying the hook that gives each upstream request its attempt's
 // traceparent. Only called with tracing on.
+//
+// A request without a caller's traceparent whose new trace is not sampled
+// (tracing.sample_ratio; telemetry.Tracing.SampleRoot) starts no span: ob.tr.span stays nil and
+// only its trace id is kept, for the attempts' unsampled traceparents.
 func (s *Server) beginTrace(ctx context.Context, r *http.Request, sf *surface, start time.Time, ob *callObs) context.Context {
-	parent := traceContext.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	parent := ctx
+	if len(r.Header["Traceparent"]) > 0 { // checked first: Extract's Header.Get allocates the key
+		parent = traceContext.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
+	if !trace.SpanContextFromContext(parent).IsValid() {
+		tid, sampled, next, ok := s.tracing.SampleRoot(parent)
+		if ok && !sampled {
+			ob.tr = traceState{tid: tid, sends: ob.tr.sends[:0]}
+			return upstream.WithTraceHook(ctx, ob)
+		}
+		parent = next
+	}
 	sctx, span := s.tracing.Tracer.Start(parent, operationName(sf.name), trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start))
 	sc := span.SpanContext()
 	ob.tr = traceState{span: span, ctx: sctx, tid: sc.TraceID(), sampled: sc.IsSampled(), sends: ob.tr.sends[:0]}

@@ -22,8 +22,14 @@ import (
 // startTraced is startTwo with tracing on, its spans kept in memory.
 func startTraced(t *testing.T) (*gateway, *tracetest.InMemoryExporter) {
 	t.Helper()
+	return startTracedWith(t, config.Tracing{})
+}
+
+// startTracedWith is startTraced with tracing configuration tc.
+func startTracedWith(t *testing.T, tc config.Tracing) (*gateway, *tracetest.InMemoryExporter) {
+	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	tr, err := telemetry.NewTracingWith(context.Background(), config.Tracing{}, "test", func(string) string { return "" },
+	tr, err := telemetry.NewTracingWith(context.Background(), tc, "test", func(string) string { return "" },
 		sdktrace.NewSimpleSpanProcessor(exp))
 	if err != nil {
 		t.Fatal(err)
@@ -183,5 +189,48 @@ func TestTraceOff(t *testing.T) {
 	up := g.Fakes["oa-primary"].Requests()
 	if len(up) != 1 || up[0].Header.Get("Traceparent") != "" {
 		t.Errorf("upstream requests %d, traceparent %q: want none with tracing off", len(up), up[0].Header.Get("Traceparent"))
+	}
+}
+
+// TestTraceUnsampledRoot: with tracing.sample_ratio 0 a request without a traceparent starts
+// no span (none is exported) yet its attempt still sends a valid traceparent upstream, flagged
+// unsampled; a caller's sampled traceparent is still followed (parent-based sampling): its
+// spans are recorded in the caller's trace.
+func TestTraceUnsampledRoot(t *testing.T) {
+	t.Parallel()
+	zero := 0.0
+	g, exp := startTracedWith(t, config.Tracing{SampleRatio: &zero})
+	g.Fakes["oa-primary"].Script(fp.Behavior{Text: "hello"}, fp.Behavior{Text: "hello"}, fp.Behavior{Text: "hello"})
+	callWith(t, g, false, "hi")
+	callWith(t, g, false, "hi", openaiopt.WithHeader("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"))
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d spans exported for unsampled traces, want 0", n)
+	}
+	up := g.Fakes["oa-primary"].Requests()
+	if len(up) != 2 {
+		t.Fatalf("upstream requests %d, want 2", len(up))
+	}
+	tp := up[0].Header.Get("Traceparent")
+	if len(tp) != 55 || !strings.HasPrefix(tp, "00-") || !strings.HasSuffix(tp, "-00") {
+		t.Fatalf("unsampled root's upstream traceparent %q, want 00-<trace>-<span>-00", tp)
+	}
+	if tid, err := trace.TraceIDFromHex(tp[3:35]); err != nil || !tid.IsValid() {
+		t.Errorf("upstream trace id %q: %v", tp[3:35], err)
+	}
+	if sid, err := trace.SpanIDFromHex(tp[36:52]); err != nil || !sid.IsValid() {
+		t.Errorf("upstream span id %q: %v", tp[36:52], err)
+	}
+	if got := up[1].Header.Get("Traceparent"); !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(got, "-00") {
+		t.Errorf("caller's unsampled trace: upstream traceparent %q, want the caller's trace, unsampled", got)
+	}
+	callWith(t, g, false, "hi", openaiopt.WithHeader("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("caller's sampled trace: %d spans, want a server and a client span", len(spans))
+	}
+	for _, sp := range spans {
+		if sp.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("span %q in trace %s, want the caller's", sp.Name, sp.SpanContext.TraceID())
+		}
 	}
 }

@@ -25,6 +25,10 @@ import (
 type Tracing struct {
 	Provider *sdktrace.TracerProvider
 	Tracer   trace.Tracer
+	// root is the ratio sampler of new traces when tracing.sample_ratio is below 1 (the
+	// provider's sampler is ParentBased of it), nil otherwise: SampleRoot asks it before a
+	// span is started, so that a request whose new trace is not sampled starts no span at all.
+	root sdktrace.Sampler
 }
 
 // Enabled reports whether the tracing configuration or the environment names an OTLP
@@ -115,11 +119,47 @@ func NewTracingWith(ctx context.Context, t config.Tracing, version string, geten
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSpanProcessor(sp), sdktrace.WithIDGenerator(idGenerator{})}
+	var root sdktrace.Sampler
 	if t.SampleRatio != nil {
-		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*t.SampleRatio))))
+		root = sdktrace.TraceIDRatioBased(*t.SampleRatio)
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(root)))
 	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (default: parent-based, always on)
 	tp := sdktrace.NewTracerProvider(opts...)
-	return &Tracing{Provider: tp, Tracer: tp.Tracer("github.com/switchyard-gw/switchyard")}, nil
+	tr := &Tracing{Provider: tp, Tracer: tp.Tracer("github.com/switchyard-gw/switchyard")}
+	if t.SampleRatio != nil && *t.SampleRatio < 1 {
+		tr.root = root
+	}
+	return tr, nil
+}
+
+// SampleRoot decides, before any span exists, whether a new trace (a request without a
+// caller's traceparent) is sampled, and gives it its trace id. sampled true: start the span
+// with ctx (its trace id is tid, so the provider's sampler takes the same decision). sampled
+// false: the trace is not sampled (tracing.sample_ratio), and the caller starts no span: the
+// SDK's non-recording span would cost its sampler call, span and context allocations on every
+// unsampled request for nothing recorded; tid still goes upstream in the attempts'
+// traceparents, flagged unsampled, as the SDK's non-recording span's id would. ok false: no
+// ratio sampler is configured (every new trace is sampled, or the OTEL_TRACES_SAMPLER
+// variables decide): start the span as usual.
+func (t *Tracing) SampleRoot(ctx context.Context) (tid trace.TraceID, sampled bool, next context.Context, ok bool) {
+	if t.root == nil {
+		return tid, false, ctx, false
+	}
+	tid = newTraceID()
+	if t.root.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid}).Decision != sdktrace.RecordAndSample {
+		return tid, false, ctx, true
+	}
+	return tid, true, context.WithValue(ctx, traceIDKey{}, tid), true
+}
+
+// newTraceID returns a random, valid trace id.
+func newTraceID() trace.TraceID {
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		binary.NativeEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.NativeEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	return tid
 }
 
 // Shutdown exports the spans still batched, within ctx.
@@ -142,21 +182,23 @@ func NewSpanID() trace.SpanID {
 
 type spanIDKey struct{}
 
+// traceIDKey carries the trace id SampleRoot chose for the root span started with its context.
+type traceIDKey struct{}
+
 // WithSpanID makes the next span started with ctx (by a Tracing's tracer) take the id sid:
 // an attempt's span is recorded after the fact with the id its traceparent carried upstream.
 func WithSpanID(ctx context.Context, sid trace.SpanID) context.Context {
 	return context.WithValue(ctx, spanIDKey{}, sid)
 }
 
-// idGenerator is the SDK's random generator, except that a span id preset with WithSpanID is
-// used as is.
+// idGenerator is the SDK's random generator, except that a span id preset with WithSpanID and
+// a root's trace id chosen by SampleRoot are used as they are.
 type idGenerator struct{}
 
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	var tid trace.TraceID
-	for !tid.IsValid() {
-		binary.NativeEndian.PutUint64(tid[:8], rand.Uint64())
-		binary.NativeEndian.PutUint64(tid[8:], rand.Uint64())
+	tid, ok := ctx.Value(traceIDKey{}).(trace.TraceID)
+	if !ok || !tid.IsValid() {
+		tid = newTraceID()
 	}
 	return tid, idGenerator{}.NewSpanID(ctx, tid)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -120,4 +122,57 @@ func TestTraceparent(t *testing.T) {
 	if got := Traceparent(tid, sid, false); got[53:] != "00" {
 		t.Errorf("unsampled flags %q", got)
 	}
+}
+
+// TestSampleRoot: SampleRoot's decision before any span is the decision the provider's sampler
+// takes for the same trace id when the span is started: a trace it samples is started with its
+// trace id and sampled; one it drops would have been dropped (started with that id, the SDK's
+// span is not sampled either). No ratio below 1 configured: it does not decide.
+func TestSampleRoot(t *testing.T) {
+	ctx := context.Background()
+	tracing := func(ratio *float64) *Tracing {
+		tr, err := NewTracingWith(ctx, config.Tracing{SampleRatio: ratio}, "test", env(nil), sdktrace.NewSimpleSpanProcessor(tracetest.NewInMemoryExporter()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tr.Shutdown(ctx) })
+		return tr
+	}
+	half, one, zero := 0.5, 1.0, 0.0
+	for _, r := range []*float64{nil, &one} {
+		if _, _, _, ok := tracing(r).SampleRoot(ctx); ok {
+			t.Errorf("ratio %v: SampleRoot decided; want the SDK to", r)
+		}
+	}
+	if _, sampled, _, ok := tracing(&zero).SampleRoot(ctx); !ok || sampled {
+		t.Errorf("ratio 0: ok %v sampled %v, want a decision: not sampled", ok, sampled)
+	}
+	tr := tracing(&half)
+	var n [2]int
+	for range 400 {
+		tid, sampled, next, ok := tr.SampleRoot(ctx)
+		if !ok || !tid.IsValid() {
+			t.Fatalf("ok %v tid %s", ok, tid)
+		}
+		if !sampled {
+			next = context.WithValue(ctx, traceIDKey{}, tid) // what the SDK would have decided
+		}
+		_, span := tr.Tracer.Start(next, "x")
+		sc := span.SpanContext()
+		span.End()
+		if sc.TraceID() != tid || sc.IsSampled() != sampled {
+			t.Fatalf("SampleRoot: %s sampled %v; the SDK started %s sampled %v", tid, sampled, sc.TraceID(), sc.IsSampled())
+		}
+		n[btoi(sampled)]++
+	}
+	if n[0] < 120 || n[1] < 120 {
+		t.Errorf("ratio 0.5: %d sampled of 400", n[1])
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
