@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"slices"
 	"strings"
 
@@ -34,7 +33,7 @@ type routeHints struct {
 	// sessionKey is R-ORDER-5's key: "k:" + a hash of prompt_cache_key, else "c:" + a hash of the
 	// stable start of the conversation (system prompt and first user message), else "".
 	sessionKey string
-	// inputTokens is the estimate of estimateTokens, for the context-fit filter (R-ADMIT-4).
+	// inputTokens is the estimate of convoHints, for the context-fit filter (R-ADMIT-4).
 	inputTokens int
 	// debug says extra.debug asks for the routing category (readDebug; issue 11 item 4).
 	debug bool
@@ -83,8 +82,7 @@ func readHints(body []byte, sf *surface) (routeHints, error) {
 		h.inputTokens = len(prompt.Raw) / 4
 		return h, nil
 	}
-	h.sessionKey = sessionKey(pck, system, convo)
-	h.inputTokens = estimateTokens(system, convo, tools, functions)
+	h.sessionKey, h.inputTokens = convoHints(pck, system, convo, tools, functions)
 	return h, nil
 }
 
@@ -281,48 +279,101 @@ next:
 	return dst, nil
 }
 
-// sessionKey derives R-ORDER-5's session key. The key never holds prompt text: it is a hash
-// (16 hex digits of SHA-256), prefixed "k:" when it comes from prompt_cache_key and "c:" when
-// it comes from the stable start of the conversation: the system prompt (system, or
-// instructions on the Responses surface; OpenAI system and developer messages before the first
-// user message) and the first user message, as raw JSON. Later turns append messages after
-// these, so every turn of a conversation gets the same key. "" when there is neither.
-func sessionKey(pck, system, convo gjson.Result) string {
+// convoHints reads the conversation once for two hints: R-ORDER-5's session key and R-ADMIT-4's
+// input estimate in tokens.
+//
+// The session key never holds prompt text: it is a hash (16 hex digits of SHA-256), prefixed
+// "k:" when it comes from prompt_cache_key and "c:" when it comes from the stable start of the
+// conversation: the system prompt (system, or instructions on the Responses surface; OpenAI
+// system and developer messages before the first user message) and the first user message, as
+// raw JSON, each followed by a 0 byte. Later turns append messages after these, so every turn
+// of a conversation gets the same key. "" when there is neither.
+//
+// The estimate is the byte length of the system prompt, the conversation (messages or input)
+// and the tool definitions, divided by 4, where every media part (image, audio, file, document)
+// counts mediaTokens instead of its bytes (a base64 image is megabytes of few tokens); the
+// conversation's bytes are convoBytes's. Its error: JSON syntax and keys are counted, so English
+// text is overestimated by about 10-30%; text that tokenizes densely (code, CJK: ~1 token per
+// 1-3 bytes) is underestimated by up to 2-3x; media are a flat guess. The filter admits a route
+// whenever the estimate falls short of its window, so an underestimate lets the provider answer
+// context_overflow itself, and an overestimate on a route just below the window is the only way
+// to drop wrongly.
+//
+// One pass: each message's members are read once for its role, type and content (the key's
+// stable start and the byte count both need them); the hashed start is gathered in a stack
+// buffer and hashed once.
+func convoHints(pck, system, convo, tools, functions gjson.Result) (key string, tokens int) {
+	var stack [1024]byte
+	start := stack[:0] // the stable start to hash; nil once prompt_cache_key gave the key
 	if pck.Type == gjson.String && pck.Str != "" {
-		return "k:" + hashHex(pck.Raw)
+		key, start = "k:"+hashHex(pck.Raw), nil
 	}
-	var h hash.Hash
-	write := func(s string) {
-		if h == nil {
-			h = sha256.New()
+	hashed := false
+	add := func(raw string) {
+		if start != nil {
+			start = append(append(start, raw...), 0)
+			hashed = true
 		}
-		_, _ = h.Write([]byte(s))
-		_, _ = h.Write([]byte{0})
 	}
 	if system.Exists() && system.Type != gjson.Null {
-		write(system.Raw)
+		add(system.Raw)
 	}
+	n := len(system.Raw) + len(tools.Raw) + len(functions.Raw)
 	switch {
 	case convo.Type == gjson.String: // a Responses input given as one string
-		write(convo.Raw)
+		add(convo.Raw)
+		n += len(convo.Raw)
 	case convo.IsArray():
+		n += 2
+		open := start != nil // still before the first user message
 		convo.ForEach(func(_, m gjson.Result) bool {
-			role := m.Get("role").Str
-			switch role {
-			case "system", "developer":
-				write(m.Raw)
-				return true
-			case "user":
-				write(m.Raw)
+			role, typ, content := members(m)
+			if open {
+				switch role.Str {
+				case "system", "developer":
+					add(m.Raw)
+				case "user":
+					add(m.Raw)
+					open = false
+				}
 			}
-			return role != "user"
+			n += partBytes(m, typ, content, 1) + 1
+			return true
 		})
+	default:
+		n += convoBytes(convo, 0)
 	}
-	if h == nil {
-		return ""
+	if hashed {
+		sum := sha256.Sum256(start)
+		key = "c:" + hex.EncodeToString(sum[:8])
 	}
-	var sum [sha256.Size]byte
-	return "c:" + hex.EncodeToString(h.Sum(sum[:0])[:8])
+	return key, n / 4
+}
+
+// members returns the role, type and content members of v when it is an object (the first of
+// each, as gjson's Get would), in one pass over its members.
+func members(v gjson.Result) (role, typ, content gjson.Result) {
+	if !v.IsObject() {
+		return
+	}
+	v.ForEach(func(k, m gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			if !role.Exists() {
+				role = m
+			}
+		case "type":
+			if !typ.Exists() {
+				typ = m
+			}
+		case "content":
+			if !content.Exists() {
+				content = m
+			}
+		}
+		return true
+	})
+	return
 }
 
 func hashHex(s string) string {
@@ -334,40 +385,35 @@ func hashHex(s string) string {
 // a large image costs at both providers (OpenAI high detail ~1,100, Anthropic up to ~1,600).
 const mediaTokens = 1600
 
-// estimateTokens is the request's input size in tokens for the context-fit filter (R-ADMIT-4):
-// the byte length of the system prompt, the conversation (messages or input) and the tool
-// definitions, divided by 4, where every media part (image, audio, file, document) counts
-// mediaTokens instead of its bytes (a base64 image is megabytes of few tokens).
-//
-// Its error: JSON syntax and keys are counted, so English text is overestimated by about
-// 10-30%; text that tokenizes densely (code, CJK: ~1 token per 1-3 bytes) is underestimated by
-// up to 2-3x; media are a flat guess. The filter admits a route whenever the estimate falls
-// short of its window, so an underestimate lets the provider answer context_overflow itself,
-// and an overestimate on a route just below the window is the only way to drop wrongly.
-func estimateTokens(system, convo, tools, functions gjson.Result) int {
-	n := len(system.Raw) + len(tools.Raw) + len(functions.Raw) + convoBytes(convo, 0)
-	return n / 4
-}
-
 // convoBytes is the byte count of v with media parts counted at mediaTokens*4; it descends
 // into arrays and content arrays, up to a small depth (messages, content, tool_result content).
 func convoBytes(v gjson.Result, depth int) int {
-	switch {
-	case v.IsArray() && depth < 4:
+	if depth < 4 && v.IsObject() {
+		_, typ, content := members(v)
+		return partBytes(v, typ, content, depth)
+	}
+	if depth < 4 && v.IsArray() {
 		n := 2
 		v.ForEach(func(_, e gjson.Result) bool {
 			n += convoBytes(e, depth+1) + 1
 			return true
 		})
 		return n
-	case v.IsObject() && depth < 4:
-		switch v.Get("type").Str {
-		case "image_url", "image", "input_image", "input_audio", "file", "input_file", "document":
-			return mediaTokens * 4
-		}
-		if c := v.Get("content"); c.IsArray() {
-			return len(v.Raw) - len(c.Raw) + convoBytes(c, depth+1)
-		}
+	}
+	return len(v.Raw)
+}
+
+// partBytes is convoBytes of v at depth given its type and content members (members).
+func partBytes(v, typ, content gjson.Result, depth int) int {
+	if depth >= 4 || !v.IsObject() {
+		return convoBytes(v, depth)
+	}
+	switch typ.Str {
+	case "image_url", "image", "input_image", "input_audio", "file", "input_file", "document":
+		return mediaTokens * 4
+	}
+	if content.IsArray() {
+		return len(v.Raw) - len(content.Raw) + convoBytes(content, depth+1)
 	}
 	return len(v.Raw)
 }
@@ -429,7 +475,7 @@ type prepared struct {
 	res  catalog.Resolution
 	// attemptLimit is routing.attempt_limit (R-FAIL-10); 0 is unlimited.
 	attemptLimit int
-	// inputTokens is the request's input estimate (estimateTokens); 0 for embeddings.
+	// inputTokens is the request's input estimate (convoHints); 0 for embeddings.
 	inputTokens int
 	// refused says route's error is an admission refusal (allowlist, the key's providers
 	// against a pin, or an empty pool: Plan.Refusal), which POST /v1/route explains with a 200
