@@ -98,6 +98,39 @@ type phase struct {
 	TTFB *dist `json:"ttfb,omitempty"`
 	TTFT *dist `json:"ttft,omitempty"`
 	Gap  *dist `json:"gap,omitempty"`
+	// Slices is how many interleaved slices the phase was measured in (-slice; 1: one piece).
+	Slices int `json:"slices"`
+
+	// the raw timings (ns) the distributions summarize, kept to merge slices (joinSlices)
+	tot, ttfb, ttft, gaps []int64
+}
+
+// joinSlices is one phase of a target made of its slices, measured apart in time (-slice): the
+// counts and the gateway's CPU, allocation and GC summed, the distributions over every
+// request of every slice.
+func joinSlices(parts []phase, stream bool) phase {
+	ph := parts[0]
+	ph.Slices = len(parts)
+	cpu, alloc, gc := ph.GatewayCPU*float64(ph.OK), ph.AllocKB*float64(ph.OK), ph.GCPer10k*float64(ph.OK)
+	for _, q := range parts[1:] {
+		ph.Seconds += q.Seconds
+		ph.Sent, ph.OK, ph.Errors, ph.Shed, ph.Late = ph.Sent+q.Sent, ph.OK+q.OK, ph.Errors+q.Errors, ph.Shed+q.Shed, ph.Late+q.Late
+		ph.Quiesce += q.Quiesce
+		if ph.FirstErr == "" {
+			ph.FirstErr = q.FirstErr
+		}
+		cpu, alloc, gc = cpu+q.GatewayCPU*float64(q.OK), alloc+q.AllocKB*float64(q.OK), gc+q.GCPer10k*float64(q.OK)
+		ph.tot, ph.ttfb, ph.ttft, ph.gaps = append(ph.tot, q.tot...), append(ph.ttfb, q.ttfb...), append(ph.ttft, q.ttft...), append(ph.gaps, q.gaps...)
+	}
+	if ph.OK > 0 {
+		ph.GatewayCPU, ph.AllocKB, ph.GCPer10k = cpu/float64(ph.OK), alloc/float64(ph.OK), gc/float64(ph.OK)
+	}
+	ph.Latency = summarize(ph.tot)
+	if stream {
+		a, b, c := summarize(ph.ttfb), summarize(ph.ttft), summarize(ph.gaps)
+		ph.TTFB, ph.TTFT, ph.Gap = &a, &b, &c
+	}
+	return ph
 }
 
 // sample is one request's timings in nanoseconds.
@@ -168,6 +201,8 @@ func runPhase(ctx context.Context, hc *http.Client, sc scenario, root, key strin
 		}
 	}
 	ph.Errors = ph.Sent - ph.OK
+	ph.Slices = 1
+	ph.tot, ph.ttfb, ph.ttft, ph.gaps = tot, ttfb, ttft, gaps
 	ph.Latency = summarize(tot)
 	if sc.Stream {
 		a, b, c := summarize(ttfb), summarize(ttft), summarize(gaps)

@@ -99,6 +99,10 @@ type options struct {
 	held, heldRate int
 	// heldProfile: write the gateway's heap profile during each held phase (FILE.TARGET).
 	heldProfile string
+	// slice, when positive and shorter than duration, measures each (scenario, rate) of a
+	// round as interleaved slices of this length: every target's first slice, then every
+	// target's second, ... (-slice; 0: each target's phase in one piece).
+	slice time.Duration
 }
 
 // presets are named sets of flag values (-preset); a flag given on the command line wins.
@@ -110,7 +114,8 @@ var presets = map[string][][2]string{
 	// the memory per held stream at 5,000 concurrent slow streams against the bare proxy's. (Not
 	// -keyed: its ledger backlog at 1000 req/s can take minutes to drain between phases.)
 	"issue15": {{"rates", "500,1000"}, {"rounds", "5"}, {"duration", "5s"}, {"warmup", "1s"},
-		{"scenarios", "chat"}, {"obs", "true"}, {"trace-sample", "0.01"}, {"held", "5000"}, {"held-rate", "1000"}},
+		{"scenarios", "chat"}, {"obs", "true"}, {"trace-sample", "0.01"}, {"held", "5000"}, {"held-rate", "1000"},
+		{"slice", "1s"}},
 }
 
 func main() {
@@ -139,6 +144,7 @@ func main() {
 	flag.IntVar(&o.held, "held", 0, "held-streams phase: streams held open at once through bare-proxy and switchyard, memory per stream (0: skip)")
 	flag.IntVar(&o.heldRate, "held-rate", 1000, "held-streams phase: streams opened per second")
 	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
+	flag.DurationVar(&o.slice, "slice", 0, "measure each target's phase as interleaved slices of this length, the targets taking turns (0: one piece per target)")
 	var preset string
 	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
@@ -335,23 +341,43 @@ func runParent(o options, logf func(string, ...any)) error {
 			}
 			for _, rate := range rates {
 				step++
+				order := make([]target, len(targets)) // interleaved: the order rotates
 				for i := range targets {
-					t := targets[(i+round+step)%len(targets)] // interleaved: the order rotates
-					if err := resetProviders(ctx, ctl, p, o.deltas, o.gap); err != nil {
-						return fmt.Errorf("reset providers: %w", err)
+					order[i] = targets[(i+round+step)%len(targets)]
+				}
+				// Sliced (-slice), every target is measured in turns of one slice, so that a
+				// drift of the shared machine over seconds reaches every target alike.
+				pieces, length := 1, o.duration
+				if o.slice > 0 && o.slice < o.duration {
+					pieces = int(o.duration / o.slice)
+					length = o.duration / time.Duration(pieces)
+				}
+				parts := make([][]phase, len(order))
+				for piece := 0; piece < pieces && ctx.Err() == nil; piece++ {
+					for i, t := range order {
+						if err := resetProviders(ctx, ctl, p, o.deltas, o.gap); err != nil {
+							return fmt.Errorf("reset providers: %w", err)
+						}
+						if o.warmup > 0 && piece == 0 {
+							runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, o.warmup, o.maxInflight)
+						}
+						cpu0, cerr := getStats(ctx, ctl, gw.Control, false)
+						ph := runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, length, o.maxInflight)
+						ph.Round, ph.Target = round, t.Name
+						if cpu1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
+							ph.GatewayCPU = float64(cpu1.CPUNanos-cpu0.CPUNanos) / 1e3 / float64(ph.OK)
+							ph.AllocKB = float64(cpu1.AllocBytes-cpu0.AllocBytes) / 1024 / float64(ph.OK)
+							ph.GCPer10k = float64(cpu1.GCCycles-cpu0.GCCycles) * 1e4 / float64(ph.OK)
+						}
+						ph.Quiesce = quiesce(ctx, ctl, sys, 10*time.Second).Seconds()
+						parts[i] = append(parts[i], ph)
 					}
-					if o.warmup > 0 {
-						runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, o.warmup, o.maxInflight)
+				}
+				for i, t := range order {
+					if len(parts[i]) == 0 {
+						continue
 					}
-					cpu0, cerr := getStats(ctx, ctl, gw.Control, false)
-					ph := runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, o.duration, o.maxInflight)
-					ph.Round, ph.Target = round, t.Name
-					if cpu1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
-						ph.GatewayCPU = float64(cpu1.CPUNanos-cpu0.CPUNanos) / 1e3 / float64(ph.OK)
-						ph.AllocKB = float64(cpu1.AllocBytes-cpu0.AllocBytes) / 1024 / float64(ph.OK)
-						ph.GCPer10k = float64(cpu1.GCCycles-cpu0.GCCycles) * 1e4 / float64(ph.OK)
-					}
-					ph.Quiesce = quiesce(ctx, ctl, sys, 10*time.Second).Seconds()
+					ph := joinSlices(parts[i], sc.Stream)
 					phases = append(phases, ph)
 					logf("round %d %-16s %5d/s %-12s ok %6d err %d shed %d late %d p50 %.0fµs p99 %.0fµs quiesce %.2fs%s",
 						round+1, sc.Name, rate, t.Name, ph.OK, ph.Errors, ph.Shed, ph.Late,
@@ -403,7 +429,7 @@ func runParent(o options, logf func(string, ...any)) error {
 			"settings": map[string]any{"duration_s": o.duration.Seconds(), "warmup_s": o.warmup.Seconds(),
 				"rates": o.rates, "stream_rate": o.streamRate, "rounds": o.rounds, "deltas": o.deltas,
 				"delta_gap_ms": float64(o.gap) / 1e6, "procs": o.procs, "obs": o.obs, "trace_sample": o.traceSample,
-				"held": o.held, "held_rate": o.heldRate, "keyed": o.keyed},
+				"held": o.held, "held_rate": o.heldRate, "keyed": o.keyed, "slice_s": o.slice.Seconds()},
 			"phases": phases, "rows": rows, "ratios": rs, "held": held,
 		})
 	}
