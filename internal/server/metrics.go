@@ -162,11 +162,35 @@ func (s *Server) registerCollectors() {
 	}
 }
 
+// seriesCache is the series a pooled call state counted its last request and attempt into,
+// with their label values: the next request of the same label sets (most requests of a busy
+// gateway) takes them without the shared lock and map lookups of metrics.request and
+// metrics.attempt. m is the metrics they belong to (a cache of another metrics is not used).
+type seriesCache struct {
+	m   *metrics
+	req requestLabels
+	rs  *requestSeries
+	att attemptLabels
+	as  *attemptSeries
+}
+
 // observe counts one finished model call: the request, each attempt, and each attempt's
 // latencies, tokens and cost. model is the catalog model the request resolved to; gaps are the
-// committed stream's (nil: none). It allocates nothing once the label sets were seen.
-func (m *metrics) observe(rec *audit.Record, model string, gaps *relay.Gaps) {
-	rs := m.request(requestLabels{rec.Surface, model, rec.Status, rec.ErrorCode, rec.Stream})
+// committed stream's (nil: none); c is the calling state's cache of series (nil: none). It
+// allocates nothing once the label sets were seen.
+func (m *metrics) observe(rec *audit.Record, model string, gaps *relay.Gaps, c *seriesCache) {
+	if c == nil {
+		c = &seriesCache{}
+	}
+	if c.m != m {
+		*c = seriesCache{m: m}
+	}
+	rk := requestLabels{rec.Surface, model, rec.Status, rec.ErrorCode, rec.Stream}
+	rs := c.rs
+	if rs == nil || c.req != rk {
+		rs = m.request(rk)
+		c.req, c.rs = rk, rs
+	}
 	rs.count.Inc()
 	rs.duration.Observe(rec.DurationMS / 1000)
 	for i := range rec.Attempts {
@@ -175,7 +199,12 @@ func (m *metrics) observe(rec *audit.Record, model string, gaps *relay.Gaps) {
 		if strings.HasPrefix(dep, accounts.ConnectionPrefix) {
 			dep = "byok" // one series for every caller's own connection: the label set stays bounded
 		}
-		as := m.attempt(attemptLabels{rec.Surface, a.Model, dep, a.Provider, a.Outcome, a.ErrorCode})
+		ak := attemptLabels{rec.Surface, a.Model, dep, a.Provider, a.Outcome, a.ErrorCode}
+		as := c.as
+		if as == nil || c.att != ak {
+			as = m.attempt(ak)
+			c.att, c.as = ak, as
+		}
 		as.count.Inc()
 		r := as.route
 		if a.HeadersMS != nil {

@@ -32,7 +32,7 @@ func TestMetricsObserve(t *testing.T) {
 	m := newMetrics()
 	gaps := relay.Gaps{N: 4, Sum: 200 * time.Millisecond, Max: 80 * time.Millisecond}
 	for range 3 {
-		m.observe(metricsRecord(), "gpt-4o", &gaps)
+		m.observe(metricsRecord(), "gpt-4o", &gaps, nil)
 	}
 	m.refused("rpm")
 	if got := value(t, m.requests.WithLabelValues(SurfaceChat, "gpt-4o", "200", "")); got != 3 {
@@ -84,8 +84,9 @@ func TestMetricsObserveNoAllocs(t *testing.T) {
 	m := newMetrics()
 	rec := metricsRecord()
 	gaps := relay.Gaps{N: 4, Sum: 200 * time.Millisecond, Max: 80 * time.Millisecond}
-	m.observe(rec, "gpt-4o", &gaps)
-	if n := testing.AllocsPerRun(200, func() { m.observe(rec, "gpt-4o", &gaps) }); n != 0 {
+	var c seriesCache
+	m.observe(rec, "gpt-4o", &gaps, &c)
+	if n := testing.AllocsPerRun(200, func() { m.observe(rec, "gpt-4o", &gaps, &c) }); n != 0 {
 		t.Errorf("%v allocations per observed request, want 0", n)
 	}
 }
@@ -97,10 +98,57 @@ func BenchmarkMetricsObserve(b *testing.B) {
 	gaps := relay.Gaps{N: 4, Sum: 200 * time.Millisecond, Max: 80 * time.Millisecond}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
+		var c seriesCache
 		for pb.Next() {
-			m.observe(rec, "gpt-4o", &gaps)
+			m.observe(rec, "gpt-4o", &gaps, &c)
 		}
 	})
+}
+
+// TestMetricsSeriesCache: a call state's cached series are used only for the label sets they
+// were looked up for: requests of other statuses, models, outcomes and another metrics set,
+// counted through one cache in turns, each reach their own series.
+func TestMetricsSeriesCache(t *testing.T) {
+	m, other := newMetrics(), newMetrics()
+	ok := func() *audit.Record {
+		return &audit.Record{Surface: SurfaceChat, Status: 200, Attempts: []audit.Attempt{
+			{Deployment: "oa-primary", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeCompleted, HeadersMS: ms(10)}}}
+	}
+	failed := func() *audit.Record {
+		r := ok()
+		r.Status, r.ErrorCode = 502, "upstream_error"
+		r.Attempts[0].Outcome, r.Attempts[0].ErrorCode = audit.OutcomeFailed, "upstream_error"
+		return r
+	}
+	var c seriesCache
+	for range 3 {
+		m.observe(ok(), "gpt-4o", nil, &c)
+		m.observe(failed(), "gpt-4o", nil, &c)
+		m.observe(ok(), "gpt-4o-mini", nil, &c)
+		other.observe(ok(), "gpt-4o", nil, &c)
+	}
+	for _, tc := range []struct {
+		m      *metrics
+		labels []string
+	}{
+		{m, []string{SurfaceChat, "gpt-4o", "200", ""}},
+		{m, []string{SurfaceChat, "gpt-4o", "502", "upstream_error"}},
+		{m, []string{SurfaceChat, "gpt-4o-mini", "200", ""}},
+		{other, []string{SurfaceChat, "gpt-4o", "200", ""}},
+	} {
+		if got := value(t, tc.m.requests.WithLabelValues(tc.labels...)); got != 3 {
+			t.Errorf("requests %v = %v, want 3", tc.labels, got)
+		}
+	}
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "completed", "")); got != 6 {
+		t.Errorf("completed attempts = %v, want 6 (3 gpt-4o requests and 3 of the other model's route, one attempt label set)", got)
+	}
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "failed", "upstream_error")); got != 3 {
+		t.Errorf("failed attempts = %v, want 3", got)
+	}
+	if got := value(t, other.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "completed", "")); got != 3 {
+		t.Errorf("other metrics' attempts = %v, want 3", got)
+	}
 }
 
 // value reads a counter's current value.

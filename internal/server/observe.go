@@ -24,13 +24,15 @@ type callObs struct {
 	// and traced beside the gateway's request id; "" otherwise.
 	callerRID string
 	tr        traceState // the trace of the call (trace.go); tr.span nil when not traced
+	// series are the metric series the pooled state's last call counted into (metrics.go).
+	series seriesCache
 }
 
-// reset clears o for a new call, keeping the trace's scratch.
+// reset clears o for a new call, keeping the trace's scratch and the series cache.
 func (o *callObs) reset() {
-	sends := o.tr.sends[:0]
+	sends, series := o.tr.sends[:0], o.series
 	*o = callObs{}
-	o.tr.sends = sends
+	o.tr.sends, o.series = sends, series
 }
 
 // initLog sets the access logger and the operational log function from the options: a
@@ -59,7 +61,7 @@ func (s *Server) finish(rec *audit.Record, start time.Time, ob *callObs) {
 		s.endTrace(rec, ob, end)
 	}
 	if !s.opts.MetricsOff {
-		s.metrics.observe(rec, ob.model, &ob.gaps)
+		s.metrics.observe(rec, ob.model, &ob.gaps, &ob.series)
 		if ob.refused != "" && ob.refused != "health" && ob.refused != LimitKindInflightBody { // not caller limits
 			s.metrics.refused(ob.refused)
 		}
