@@ -6,7 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/switchyard-gw/switchyard/internal/dialect"
 )
 
 // The kinds of an admission event (AdmissionEvent.Kind; R-AUDIT-2, seed 000's
@@ -182,13 +183,13 @@ func (es *AdmissionEvents) AppendJSON(dst []byte) []byte {
 // MarshalJSON writes for e, in its order.
 func appendEvent(dst []byte, e *AdmissionEvent) []byte {
 	dst = append(dst, `{"kind":`...)
-	dst = AppendJSONString(dst, e.Kind)
+	dst = dialect.AppendJSONString(dst, e.Kind)
 	member := func(name, v string) {
 		if v != "" {
 			dst = append(dst, `,"`...)
 			dst = append(dst, name...)
 			dst = append(dst, `":`...)
-			dst = AppendJSONString(dst, v)
+			dst = dialect.AppendJSONString(dst, v)
 		}
 	}
 	member("stage", e.Stage)
@@ -256,51 +257,6 @@ func appendJSONFloat(dst []byte, f float64) []byte {
 		}
 	}
 	return dst
-}
-
-const hexDigits = "0123456789abcdef"
-
-// AppendJSONString appends s as a JSON string: quotes, backslashes and control characters
-// escaped, invalid UTF-8 as U+FFFD, nothing HTML-escaped (the stores' encoders use it).
-func AppendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes (a store's column); null is empty. Unknown

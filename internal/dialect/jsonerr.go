@@ -91,7 +91,7 @@ func AppendJSONStringOrNull(dst []byte, s string) []byte {
 	return AppendJSONString(dst, s)
 }
 
-// appendErrString appends s as a JSON string: quotes, backslashes and control characters are
+// AppendJSONString appends s as a JSON string: quotes, backslashes and control characters are
 // escaped, U+2028/U+2029 too (for JavaScript readers), and invalid UTF-8 becomes U+FFFD.
 func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"

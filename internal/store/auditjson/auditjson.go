@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/dialect"
 )
 
 // Append appends the compact form of as to dst and returns it. It is valid JSON for any
@@ -44,20 +45,20 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 		dst = strconv.AppendInt(dst, int64(a.Attempt), 10)
 		for _, s := range [...]string{a.Deployment, a.Provider, a.Model, a.UpstreamModel, a.Outcome, a.ErrorCode} {
 			dst = append(dst, ',')
-			dst = audit.AppendJSONString(dst, s)
+			dst = dialect.AppendJSONString(dst, s)
 		}
 		for _, n := range [...]int64{a.Tokens.Input, a.Tokens.Cached, a.Tokens.CacheWrite, a.Tokens.Output, a.Tokens.Reasoning} {
 			dst = append(dst, ',')
 			dst = strconv.AppendInt(dst, n, 10)
 		}
 		dst = append(dst, ',')
-		dst = audit.AppendJSONString(dst, a.UsageProvenance)
+		dst = dialect.AppendJSONString(dst, a.UsageProvenance)
 		dst = append(dst, ',')
 		dst = appendFloat(dst, a.ReservedMaxUSD)
 		dst = append(dst, ',')
 		dst = appendFloat(dst, a.CostUSD)
 		dst = append(dst, ',')
-		dst = audit.AppendJSONString(dst, a.BillingSource)
+		dst = dialect.AppendJSONString(dst, a.BillingSource)
 		if a.Price == nil {
 			dst = append(dst, ",null"...)
 		} else {
@@ -86,7 +87,7 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = audit.AppendJSONString(dst, s)
+			dst = dialect.AppendJSONString(dst, s)
 		}
 		dst = append(dst, "],"...)
 		dst = strconv.AppendInt(dst, int64(a.UpstreamStatus), 10)
@@ -99,9 +100,9 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 			dst = append(dst, "null"...)
 		}
 		dst = append(dst, ',')
-		dst = audit.AppendJSONString(dst, a.Strategy)
+		dst = dialect.AppendJSONString(dst, a.Strategy)
 		dst = append(dst, ',')
-		dst = audit.AppendJSONString(dst, a.Region)
+		dst = dialect.AppendJSONString(dst, a.Region)
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
