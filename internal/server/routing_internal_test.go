@@ -38,16 +38,8 @@ func TestStripConsumed(t *testing.T) {
 // conversation (same key on every turn, different for another conversation), else "".
 func TestSessionKey(t *testing.T) {
 	key := func(body string) string {
-		r := gjson.Parse(body)
-		convo := r.Get("messages")
-		if !convo.Exists() {
-			convo = r.Get("input")
-		}
-		sys := r.Get("system")
-		if !sys.Exists() {
-			sys = r.Get("instructions")
-		}
-		k, _ := convoHints(r.Get("prompt_cache_key"), sys, convo, gjson.Result{}, gjson.Result{})
+		pck, sys, convo, _, _ := hintMembers(body)
+		k, _ := convoHints(pck, sys, convo, gjson.Result{}, gjson.Result{})
 		return k
 	}
 	turn1 := `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`
@@ -184,18 +176,22 @@ var convoCorpus = []string{
 	`{}`,
 }
 
-// checkConvoHints holds convoHints to the references on one body.
-func checkConvoHints(t *testing.T, body string) {
+// hintMembers are the members of body convoHints reads, as readHints picks them: the
+// conversation (messages, else input) and the system prompt (system, else instructions).
+func hintMembers(body string) (pck, sys, convo, tools, fns gjson.Result) {
 	r := gjson.Parse(body)
-	convo := r.Get("messages")
-	if !convo.Exists() {
+	if convo = r.Get("messages"); !convo.Exists() {
 		convo = r.Get("input")
 	}
-	sys := r.Get("system")
-	if !sys.Exists() {
+	if sys = r.Get("system"); !sys.Exists() {
 		sys = r.Get("instructions")
 	}
-	pck, tools, fns := r.Get("prompt_cache_key"), r.Get("tools"), r.Get("functions")
+	return r.Get("prompt_cache_key"), sys, convo, r.Get("tools"), r.Get("functions")
+}
+
+// checkConvoHints holds convoHints to the references on one body.
+func checkConvoHints(t *testing.T, body string) {
+	pck, sys, convo, tools, fns := hintMembers(body)
 	key, n := convoHints(pck, sys, convo, tools, fns)
 	if want := sessionKeyRef(pck, sys, convo); key != want {
 		t.Errorf("%s: session key %q, want %q", body, key, want)
