@@ -30,7 +30,7 @@ type Store struct {
 	// feedScope is the schema whose changes this store announces on [ChangeChannel]; "" (SQLite,
 	// or a Postgres store before EnableChangeFeed) announces nothing.
 	feedScope string
-	// ledger holds the ledger writer's prepared statements (ledgerStatements), nil until its
+	// ledgerSt holds the ledger writer's prepared statements (ledgerStatements), nil until its
 	// first batch.
 	stmtMu   sync.Mutex
 	ledgerSt *ledgerStmts
