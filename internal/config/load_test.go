@@ -50,12 +50,12 @@ func TestLoadFull(t *testing.T) {
 	wantDeployments := []Deployment{
 		{
 			Name: "anthropic", Provider: "anthropic", Dialect: "anthropic", BaseURL: "https://api.anthropic.com",
-			APIKey: "sk-ant-test", Tier: "official", Region: "us",
+			APIKey: "sk-ant-test", Tier: "official", Region: "us", Platform: "anthropic",
 			Routes: []Route{{Model: "claude-sonnet-4-5", UpstreamModel: "claude-sonnet-4-5", Price: &Price{3, 15, 0}, Weight: 1, ContextWindow: 200000}},
 		},
 		{
 			Name: "value-eu", Provider: "valuecloud", Dialect: "openai", BaseURL: "http://10.0.0.7:8000/v1",
-			APIKey: "sk-none", Priority: 1, Tier: "value",
+			APIKey: "sk-none", Priority: 1, Tier: "value", Platform: "openai",
 			Routes: []Route{
 				{Model: "claude-sonnet-4-5", UpstreamModel: "anthropic/claude-sonnet-4.5", Price: &Price{3, 15, 0}, Weight: 2.5},
 				{Model: "meta/llama3.1:70b", UpstreamModel: "meta/llama3.1:70b", Weight: 1}, // defaults
