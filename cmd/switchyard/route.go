@@ -77,9 +77,9 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	regions := p.Failover != nil // a REGION column only when some candidate has a region
 	if regions {
-		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT")
 	} else {
-		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT")
 	}
 	for i, c := range p.Candidates {
 		score := "-"
@@ -95,10 +95,10 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 			if region == "" {
 				region = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight)
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

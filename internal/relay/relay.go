@@ -354,7 +354,7 @@ chain:
 			}
 			held = tk
 			res.Attempts = append(res.Attempts, audit.Attempt{
-				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
+				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider, Platform: string(dep.Platform),
 				Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
 				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(), ReservedMaxUSD: req.ReservedMaxUSD,
 			})

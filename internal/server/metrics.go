@@ -69,7 +69,7 @@ type requestSeries struct {
 
 // attemptLabels are the labels of switchyard_attempts_total.
 type attemptLabels struct {
-	surface, model, deployment, provider, outcome, code string
+	surface, model, deployment, provider, platform, outcome, code string
 }
 
 // attemptSeries are an attempt label set's counter and its route's series.
@@ -102,8 +102,8 @@ func newMetrics() *metrics {
 		Name: "switchyard_requests_total", Help: "Model calls by surface, catalog model, status and final failure class.",
 	}, []string{"surface", "model", "status", "error_code"})
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by surface, catalog model, deployment (\"byok\" for every caller's own connection), provider, outcome and failure class.",
-	}, []string{"surface", "model", "deployment", "provider", "outcome", "error_code"})
+		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by surface, catalog model, deployment (\"byok\" for every caller's own connection), provider, platform (openai, anthropic, bedrock, vertex, azure), outcome and failure class.",
+	}, []string{"surface", "model", "deployment", "provider", "platform", "outcome", "error_code"})
 	m.duration = histogram("switchyard_request_duration_seconds",
 		"Seconds from a model call's arrival to its last byte, by surface, catalog model and stream (true, false).", "surface", "model", "stream")
 	route := []string{"model", "deployment", "provider"}
@@ -199,7 +199,7 @@ func (m *metrics) observe(rec *audit.Record, model string, gaps *relay.Gaps, c *
 		if strings.HasPrefix(dep, accounts.ConnectionPrefix) {
 			dep = "byok" // one series for every caller's own connection: the label set stays bounded
 		}
-		ak := attemptLabels{rec.Surface, a.Model, dep, a.Provider, a.Outcome, a.ErrorCode}
+		ak := attemptLabels{rec.Surface, a.Model, dep, a.Provider, a.Platform, a.Outcome, a.ErrorCode}
 		as := c.as
 		if as == nil || c.att != ak {
 			as = m.attempt(ak)
@@ -286,7 +286,7 @@ func (m *metrics) attempt(k attemptLabels) *attemptSeries {
 			r.tokens[i] = m.tokens.WithLabelValues(rk.model, rk.deployment, rk.provider, kind)
 		}
 	}
-	s = &attemptSeries{count: m.attempts.WithLabelValues(k.surface, k.model, k.deployment, k.provider, k.outcome, k.code)}
+	s = &attemptSeries{count: m.attempts.WithLabelValues(k.surface, k.model, k.deployment, k.provider, k.platform, k.outcome, k.code)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.routes[rk]; old != nil {

@@ -17,9 +17,9 @@ func ms(v float64) *float64 { return &v }
 func metricsRecord() *audit.Record {
 	return &audit.Record{RequestID: "req_1", Surface: SurfaceChat, Model: "caller-string", Status: 200, Stream: true, DurationMS: 1500,
 		Attempts: []audit.Attempt{
-			{Attempt: 1, Deployment: "oa-primary", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeFailed,
+			{Attempt: 1, Deployment: "oa-primary", Provider: "openai", Platform: "azure", Model: "gpt-4o", Outcome: audit.OutcomeFailed,
 				ErrorCode: "upstream_rate_limited", HeadersMS: ms(40)},
-			{Attempt: 2, Deployment: "byok:conn_123", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeCompleted,
+			{Attempt: 2, Deployment: "byok:conn_123", Provider: "openai", Platform: "openai", Model: "gpt-4o", Outcome: audit.OutcomeCompleted,
 				HeadersMS: ms(120), FirstTokenMS: ms(300), CostUSD: 0.0025,
 				Tokens: audit.Tokens{Input: 100, Cached: 20, CacheWrite: 5, Output: 50, Reasoning: 10}},
 		}}
@@ -38,10 +38,10 @@ func TestMetricsObserve(t *testing.T) {
 	if got := value(t, m.requests.WithLabelValues(SurfaceChat, "gpt-4o", "200", "")); got != 3 {
 		t.Errorf("requests = %v, want 3", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "failed", "upstream_rate_limited")); got != 3 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "azure", "failed", "upstream_rate_limited")); got != 3 {
 		t.Errorf("failed attempts = %v, want 3", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "byok", "openai", "completed", "")); got != 3 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "byok", "openai", "openai", "completed", "")); got != 3 {
 		t.Errorf("byok attempts = %v, want 3", got)
 	}
 	for kind, want := range map[string]float64{"input": 300, "cached": 60, "cache_write": 15, "output": 150, "reasoning": 30} {
@@ -140,13 +140,13 @@ func TestMetricsSeriesCache(t *testing.T) {
 			t.Errorf("requests %v = %v, want 3", tc.labels, got)
 		}
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "completed", "")); got != 6 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "", "completed", "")); got != 6 {
 		t.Errorf("completed attempts = %v, want 6 (3 gpt-4o requests and 3 of the other model's route, one attempt label set)", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "failed", "upstream_error")); got != 3 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "", "failed", "upstream_error")); got != 3 {
 		t.Errorf("failed attempts = %v, want 3", got)
 	}
-	if got := value(t, other.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "completed", "")); got != 3 {
+	if got := value(t, other.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "", "completed", "")); got != 3 {
 		t.Errorf("other metrics' attempts = %v, want 3", got)
 	}
 }

@@ -123,7 +123,7 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 		in, out, cost = in+ain, out+a.Tokens.Output, cost+a.CostUSD
 		attrs := []attribute.KeyValue{
 			attribute.String("gen_ai.operation.name", op),
-			attribute.String("gen_ai.provider.name", a.Provider),
+			attribute.String("gen_ai.provider.name", genAIProviderName(a.Platform, a.Provider)),
 			attribute.String("gen_ai.request.model", a.UpstreamModel),
 			attribute.Int64("gen_ai.usage.input_tokens", ain),
 			attribute.Int64("gen_ai.usage.output_tokens", a.Tokens.Output),
@@ -177,7 +177,7 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 	}
 	if n := len(rec.Attempts); n > 0 {
 		a := &rec.Attempts[n-1]
-		attrs = append(attrs, attribute.String("gen_ai.provider.name", a.Provider),
+		attrs = append(attrs, attribute.String("gen_ai.provider.name", genAIProviderName(a.Platform, a.Provider)),
 			attribute.String("switchyard.deployment", a.Deployment), attribute.String("switchyard.outcome", a.Outcome))
 		if a.Outcome == audit.OutcomeCompleted || a.Outcome == audit.OutcomeTruncated {
 			attrs = append(attrs, attribute.String("gen_ai.response.model", a.UpstreamModel))
@@ -198,4 +198,20 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 	}
 	span.End(trace.WithTimestamp(end))
 	tr.ctx = nil
+}
+
+// genAIProviderName is the OpenTelemetry GenAI gen_ai.provider.name of an attempt: the
+// semantic conventions' well-known value of the platform that served it (aws.bedrock,
+// gcp.vertex_ai, azure.ai.openai), and the deployment's provider id on a dialect's own API
+// (openai, anthropic, or the operator's id of an OpenAI-compatible service).
+func genAIProviderName(platform, provider string) string {
+	switch platform {
+	case "bedrock":
+		return "aws.bedrock"
+	case "vertex":
+		return "gcp.vertex_ai"
+	case "azure":
+		return "azure.ai.openai"
+	}
+	return provider
 }
