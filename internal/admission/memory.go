@@ -84,7 +84,7 @@ func (m *Memory) Acquire(ctx context.Context, req Request) (Hold, error) {
 	if countLayers(req.Layers) > MaxLayers {
 		return nil, failure.Wrap(failure.GatewayError, "internal error", errTooManyLayers)
 	}
-	for range 4 {
+	for range MaxLayers + 2 { // a seed per budget and the balance, then the admission
 		h, need, err := m.try(&req)
 		if need == nil {
 			return h, err
