@@ -46,12 +46,62 @@ type Tokens struct {
 }
 
 // PriceSnapshot is the price an attempt was billed at, in USD per million tokens, as it was
-// when the attempt was dispatched (prices may change later).
+// when the attempt was dispatched (prices may change later): the rates in force for the
+// attempt's usage (its long-context tier's, when one applied), every default resolved
+// (contract.md "Additions pinned in round 4").
 type PriceSnapshot struct {
 	InputPerMTokUSD  float64 `json:"input"`
 	OutputPerMTokUSD float64 `json:"output"`
 	// PerImageUSD is USD per image returned (the images endpoints); 0 when the price has none.
 	PerImageUSD float64 `json:"image,omitempty"`
+	// CacheReadPerMTokUSD, CacheWritePerMTokUSD and CacheWrite1hPerMTokUSD are the cache
+	// prices billed (the input price, or the cache-write price, where the price lists none).
+	CacheReadPerMTokUSD    float64 `json:"cache_read"`
+	CacheWritePerMTokUSD   float64 `json:"cache_write"`
+	CacheWrite1hPerMTokUSD float64 `json:"cache_write_1h"`
+	// TierAboveInputTokens is the threshold of the long-context tier applied; 0: the base price.
+	TierAboveInputTokens int64 `json:"tier_above_input_tokens,omitempty"`
+	// Source is where the price comes from: "config" or "catalog" (the built-in price
+	// catalog, or pricing.catalog_file); "" in records written before it was kept.
+	Source string `json:"source,omitempty"`
+	// CacheWrite1hTokens is the part of Tokens.CacheWrite that were one-hour cache writes.
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
+	// Lines break the cost down: each token count times its price (CostLines). Derived from
+	// the attempt's tokens and this snapshot; not stored.
+	Lines []CostLine `json:"lines,omitempty"`
+}
+
+// CostLine is one term of an attempt's cost: Count tokens of Kind ("input" (uncached),
+// "cache_read", "cache_write", "cache_write_1h", "output") at PerMTokUSD, costing USD (not
+// rounded; the attempt's cost_usd is the sum rounded to the micro-USD).
+type CostLine struct {
+	Kind       string  `json:"kind"`
+	Count      int64   `json:"count"`
+	PerMTokUSD float64 `json:"usd_per_mtok"`
+	USD        float64 `json:"usd"`
+}
+
+// CostLines is the cost breakdown of tokens at p: one line per non-zero count, in the order
+// input, cache_read, cache_write, cache_write_1h, output; nil for a nil p.
+func CostLines(t Tokens, p *PriceSnapshot) []CostLine {
+	if p == nil {
+		return nil
+	}
+	w1h := min(max(p.CacheWrite1hTokens, 0), max(t.CacheWrite, 0))
+	var out []CostLine
+	for _, l := range [...]CostLine{
+		{Kind: "input", Count: t.Input, PerMTokUSD: p.InputPerMTokUSD},
+		{Kind: "cache_read", Count: t.Cached, PerMTokUSD: p.CacheReadPerMTokUSD},
+		{Kind: "cache_write", Count: t.CacheWrite - w1h, PerMTokUSD: p.CacheWritePerMTokUSD},
+		{Kind: "cache_write_1h", Count: w1h, PerMTokUSD: p.CacheWrite1hPerMTokUSD},
+		{Kind: "output", Count: t.Output, PerMTokUSD: p.OutputPerMTokUSD},
+	} {
+		if l.Count > 0 {
+			l.USD = float64(l.Count) * l.PerMTokUSD / 1e6
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // Attempt is one physical upstream call (R-AUDIT-2). A route skipped for an open circuit or a
@@ -186,6 +236,25 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	if r.Attempts == nil {
 		r.Attempts = []Attempt{}
 	}
+	// Each priced attempt's cost breakdown (PriceSnapshot.Lines), on copies: r shares its
+	// attempts and their snapshots with the caller's record.
+	copied := false
+	for i := range r.Attempts {
+		p := r.Attempts[i].Price
+		if p == nil || p.Lines != nil {
+			continue
+		}
+		if !copied {
+			r.Attempts, copied = append([]Attempt(nil), r.Attempts...), true
+		}
+		q := *p
+		if q.Source == "" {
+			// Written before cache prices were kept: every prompt token was billed at input.
+			q.CacheReadPerMTokUSD, q.CacheWritePerMTokUSD, q.CacheWrite1hPerMTokUSD = q.InputPerMTokUSD, q.InputPerMTokUSD, q.InputPerMTokUSD
+		}
+		q.Lines = CostLines(r.Attempts[i].Tokens, &q)
+		r.Attempts[i].Price = &q
+	}
 	r.CreatedAt = r.CreatedAt.UTC()
 	return json.Marshal(recordJSON(r))
 }
@@ -198,6 +267,7 @@ func (r *Record) Clone() *Record {
 		for i, a := range r.Attempts {
 			if a.Price != nil {
 				p := *a.Price
+				p.Lines = append([]CostLine(nil), p.Lines...)
 				a.Price = &p
 			}
 			if a.HeadersMS != nil {

@@ -59,7 +59,10 @@ func TestRecordJSON(t *testing.T) {
 		`{"attempt":2,"deployment":"bedrock","provider":"aws","model":"claude-sonnet-4-5",` +
 		`"upstream_model":"anthropic.claude-sonnet-4-5","outcome":"completed","error_code":"",` +
 		`"tokens":{"input":10,"cached":20,"cache_write":30,"output":40,"reasoning":5},"usage_provenance":"observed",` +
-		`"reserved_max_usd":0.96,"cost_usd":0.00069,"billing_source":"route_price","price":{"input":3,"output":15},` +
+		`"reserved_max_usd":0.96,"cost_usd":0.00069,"billing_source":"route_price","price":{"input":3,"output":15,` +
+		`"cache_read":3,"cache_write":3,"cache_write_1h":3,"lines":[{"kind":"input","count":10,"usd_per_mtok":3,"usd":0.00003},` +
+		`{"kind":"cache_read","count":20,"usd_per_mtok":3,"usd":0.00006},{"kind":"cache_write","count":30,"usd_per_mtok":3,"usd":0.00009},` +
+		`{"kind":"output","count":40,"usd_per_mtok":15,"usd":0.0006}]},` +
 		`"dispatched_at":"2026-03-01T12:00:00.000002Z","headers_ms":120.25,"first_token_ms":300.5,` +
 		`"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":"",` +
 		`"band":1,"score":null,"strategy":"price","region":"","platform":""}]}`

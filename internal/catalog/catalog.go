@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/config"
 )
@@ -41,6 +42,11 @@ type name struct {
 // empty, duplicate or a model name, whose model is not a model id, or that lists a deployment
 // that does not exist, is not reserved or does not route the model. An endpoint's
 // PublicFallback is config's default (true) when unset.
+//
+// With pricing.catalog (the default), each route without a price takes the price catalog's
+// (the built-in one, or pricing.catalog_file, which must read and parse) for its deployment's
+// CatalogProvider and upstream model, and a route whose own and whose model's context window
+// are unset takes the catalog's window; the lookups happen here, once per load.
 func New(cfg *config.Config) (*Catalog, error) {
 	if cfg == nil {
 		return nil, errors.New("catalog: nil configuration")
@@ -54,6 +60,12 @@ func New(cfg *config.Config) (*Catalog, error) {
 	}
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("catalog: "+format, args...)) }
+	pc, err := loadPriceCatalog(cfg)
+	if err != nil {
+		fail("%v", err)
+		pc = nil
+	}
+	now := time.Now()
 
 	for _, mc := range cfg.Models {
 		if mc.ID == "" {
@@ -70,7 +82,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 			ContextWindowTokens: mc.ContextWindow,
 			MaxOutputTokens:     mc.MaxOutputTokens,
 			Reasoning:           mc.Reasoning,
-			Price:               price(mc.Price),
+			Price:               configPrice(mc.Price),
 		}
 		c.Models = append(c.Models, m)
 		c.names[m.ID] = name{model: m}
@@ -156,7 +168,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 				Deployment:              d,
 				Model:                   rc.Model,
 				UpstreamModel:           rc.UpstreamModel,
-				Price:                   price(rc.Price),
+				Price:                   configPrice(rc.Price),
 				Weight:                  rc.Weight,
 				ContextWindowTokens:     rc.ContextWindow,
 				UpstreamSnapshotPattern: rc.UpstreamSnapshotPattern,
@@ -183,6 +195,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 			if r.Weight == 0 {
 				r.Weight = 1
 			}
+			applyPriceCatalog(pc, n.model, r, now)
 			d.Routes = append(d.Routes, r)
 			n.model.Routes = append(n.model.Routes, r)
 		}
@@ -260,13 +273,6 @@ func (d *Deployment) routes(model string) bool {
 		}
 	}
 	return false
-}
-
-func price(p *config.Price) *Price {
-	if p == nil {
-		return nil
-	}
-	return &Price{InputPerMTokUSD: p.Input, OutputPerMTokUSD: p.Output, PerImageUSD: p.Image}
 }
 
 // Deployment returns the deployment named name, or nil when there is none.

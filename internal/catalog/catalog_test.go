@@ -70,7 +70,7 @@ func TestNewWiring(t *testing.T) {
 	}
 
 	sonnet := c.Model("claude-sonnet-4-5")
-	if sonnet == nil || sonnet.ContextWindowTokens != 200000 || sonnet.MaxOutputTokens != 64000 || *sonnet.Price != (Price{3, 15, 0}) {
+	if sonnet == nil || sonnet.ContextWindowTokens != 200000 || sonnet.MaxOutputTokens != 64000 || sonnet.Price.InputPerMTokUSD != 3 || sonnet.Price.OutputPerMTokUSD != 15 || sonnet.Price.Source != PriceFromConfig {
 		t.Fatalf("sonnet = %+v", sonnet)
 	}
 	// Model.Routes in catalog order: deployment order, then route order.
@@ -81,7 +81,7 @@ func TestNewWiring(t *testing.T) {
 	if r0 != a.Routes[0] || r1 != v.Routes[0] {
 		t.Error("Model.Routes and Deployment.Routes do not share the same *Route")
 	}
-	if r0.UpstreamModel != "claude-sonnet-4-5" || r0.Weight != 1 || *r0.Price != (Price{3, 15, 0}) || r0.ContextWindowTokens != 0 {
+	if r0.UpstreamModel != "claude-sonnet-4-5" || r0.Weight != 1 || r0.Price.InputPerMTokUSD != 3 || r0.Price.OutputPerMTokUSD != 15 || r0.PriceSource() != PriceFromConfig || r0.ContextWindowTokens != 0 {
 		t.Errorf("route 0 = %+v (defaults: upstream = model, weight 1)", r0)
 	}
 	if r1.UpstreamModel != "anthropic/claude-sonnet-4.5" || r1.Weight != 2.5 || r1.Price != nil || r1.ContextWindowTokens != 100000 {

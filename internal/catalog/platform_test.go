@@ -53,3 +53,30 @@ func TestPlatformDefaults(t *testing.T) {
 		t.Errorf("azure settings = %+v", d.Azure)
 	}
 }
+
+// TestCatalogProvider: the price catalog's provider of a deployment is its provider id when the
+// catalog knows it, else its platform when that is a cloud hosting the model (contract.md
+// round 4); a reseller on a dialect's own API is never priced at the maker's list price.
+func TestCatalogProvider(t *testing.T) {
+	known := func(id string) bool {
+		switch id {
+		case "openai", "anthropic", "google", "bedrock", "vertex", "azure":
+			return true
+		}
+		return false
+	}
+	for _, tt := range []struct{ provider, platform, want string }{
+		{"anthropic", "anthropic", "anthropic"},
+		{"openai", "openai", "openai"},
+		{"aws-prod", "bedrock", "bedrock"},
+		{"gcp", "vertex", "vertex"},
+		{"azure-eu", "azure", "azure"},
+		{"reseller", "openai", ""},
+		{"anthropic-backup", "anthropic", ""},
+		{"google", "openai", "google"},
+	} {
+		if got := CatalogProvider(tt.provider, tt.platform, known); got != tt.want {
+			t.Errorf("CatalogProvider(%q, %q) = %q, want %q", tt.provider, tt.platform, got, tt.want)
+		}
+	}
+}

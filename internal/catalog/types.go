@@ -12,14 +12,6 @@ const (
 	Responses Dialect = "responses"
 )
 
-// Price is a listed price in USD per million tokens, and in USD per image returned by the
-// images endpoints (0: images are billed by their tokens only).
-type Price struct {
-	InputPerMTokUSD  float64
-	OutputPerMTokUSD float64
-	PerImageUSD      float64
-}
-
 // Model is a catalog entry that callers name (R-MODEL). Routes lists every route that serves it,
 // in catalog order (deployment order in the configuration).
 type Model struct {
@@ -69,7 +61,8 @@ type Deployment struct {
 	Routes   []*Route
 	// Platform is the service behind the dialect (contract.md, round 3): PlatformOpenAI or
 	// PlatformAzure for dialect openai; PlatformAnthropic, PlatformBedrock or PlatformVertex for
-	// dialect anthropic. Never empty in a built catalog.
+	// dialect anthropic. Never empty in a built catalog. The price catalog falls back to it when
+	// Provider is not a catalog provider id (CatalogProvider).
 	Platform Platform
 	// AWS, Vertex and Azure are the platform's settings (config.AWS etc.); zero elsewhere.
 	AWS    AWS
@@ -169,12 +162,19 @@ type Route struct {
 	Model string
 	// UpstreamModel is the id sent to the provider (defaults to Model).
 	UpstreamModel string
-	// Price is the route's listed price; nil means unpriced.
+	// Price is the route's price: the configured one, else (pricing.catalog) the price
+	// catalog's for its provider and upstream model (Price.Source); nil means unpriced.
 	Price *Price
 	// Weight is the relative weight among equals (default 1).
 	Weight float64
-	// ContextWindowTokens overrides the model's window when non-zero.
+	// ContextWindowTokens overrides the model's window when non-zero. With both unset, the
+	// price catalog's window for the route's provider and upstream model (ContextWindowSource
+	// "catalog").
 	ContextWindowTokens int
+	// ContextWindowSource says where the window in force comes from: "config" (the route's or
+	// the model's), "catalog" (ContextWindowTokens was filled from the price catalog) or
+	// "none" (not filtered by context fit). "" for a Route built in Go.
+	ContextWindowSource string
 	// UpstreamSnapshots maps a snapshot date ("YYYYMMDD", either spelling of config normalized)
 	// to the upstream id sent for it; nil when the route defines none (R-MODEL-3, config
 	// upstream_snapshots).

@@ -40,7 +40,7 @@ func TestLoadFull(t *testing.T) {
 		t.Errorf("Routing = %+v, want %+v", c.Routing, wantRouting)
 	}
 	wantModels := []Model{
-		{ID: "claude-sonnet-4-5", Aliases: []string{"rp-sonnet-4-5"}, ContextWindow: 200000, MaxOutputTokens: 64000, Price: &Price{3, 15, 0}},
+		{ID: "claude-sonnet-4-5", Aliases: []string{"rp-sonnet-4-5"}, ContextWindow: 200000, MaxOutputTokens: 64000, Price: &Price{Input: 3, Output: 15}},
 		{ID: "meta/llama3.1:70b", ContextWindow: 131072},
 		{ID: "anthropic.claude-3-haiku-20240307-v1:0"}, // no route: allowed
 	}
@@ -51,13 +51,13 @@ func TestLoadFull(t *testing.T) {
 		{
 			Name: "anthropic", Provider: "anthropic", Dialect: "anthropic", BaseURL: "https://api.anthropic.com",
 			APIKey: "sk-ant-test", Tier: "official", Region: "us", Platform: "anthropic",
-			Routes: []Route{{Model: "claude-sonnet-4-5", UpstreamModel: "claude-sonnet-4-5", Price: &Price{3, 15, 0}, Weight: 1, ContextWindow: 200000}},
+			Routes: []Route{{Model: "claude-sonnet-4-5", UpstreamModel: "claude-sonnet-4-5", Price: &Price{Input: 3, Output: 15}, Weight: 1, ContextWindow: 200000}},
 		},
 		{
 			Name: "value-eu", Provider: "valuecloud", Dialect: "openai", BaseURL: "http://10.0.0.7:8000/v1",
 			APIKey: "sk-none", Priority: 1, Tier: "value", Platform: "openai",
 			Routes: []Route{
-				{Model: "claude-sonnet-4-5", UpstreamModel: "anthropic/claude-sonnet-4.5", Price: &Price{3, 15, 0}, Weight: 2.5},
+				{Model: "claude-sonnet-4-5", UpstreamModel: "anthropic/claude-sonnet-4.5", Price: &Price{Input: 3, Output: 15}, Weight: 2.5},
 				{Model: "meta/llama3.1:70b", UpstreamModel: "meta/llama3.1:70b", Weight: 1}, // defaults
 			},
 		},

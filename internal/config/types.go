@@ -23,6 +23,8 @@ type Config struct {
 	// Log and Tracing configure the logs and the OpenTelemetry traces (observability.go).
 	Log     Log     `yaml:"log"`
 	Tracing Tracing `yaml:"tracing"`
+	// Pricing configures the built-in price catalog (docs/pricing.md).
+	Pricing Pricing `yaml:"pricing"`
 
 	// File is the path the configuration was read from ("" for built-in defaults). Not in YAML.
 	File string `yaml:"-"`
@@ -148,7 +150,10 @@ type Circuit struct {
 	Cooldown Duration `yaml:"cooldown"`
 }
 
-// Price is USD per million tokens, and USD per image returned by the images endpoints.
+// Price is USD per million tokens, and USD per image returned by the images endpoints
+// (contract.md "Additions pinned in round 4"; docs/pricing.md). The cost of an attempt is
+// uncached input x Input + cache reads x CacheRead + cache writes x CacheWrite (one-hour writes
+// x CacheWrite1h) + output x Output (+ images x Image).
 type Price struct {
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
@@ -156,7 +161,44 @@ type Price struct {
 	// whose provider bills by the image and reports no token usage (dall-e-3); 0 bills tokens
 	// only.
 	Image float64 `yaml:"image"`
+	// CacheRead is USD per million cache-read input tokens; nil (left out) bills them at Input.
+	CacheRead *float64 `yaml:"cache_read"`
+	// CacheWrite is USD per million cache-write input tokens (Anthropic's 5-minute writes);
+	// nil bills them at Input.
+	CacheWrite *float64 `yaml:"cache_write"`
+	// CacheWrite1h is USD per million one-hour cache-write tokens (Anthropic); nil is
+	// CacheWrite.
+	CacheWrite1h *float64 `yaml:"cache_write_1h"`
+	// Tiers are long-context tiers: when an attempt's total input (uncached + cache reads +
+	// cache writes) is above a tier's AboveInputTokens, every token of the attempt is priced at
+	// the tier with the highest such threshold. Thresholds must be distinct and > 0.
+	Tiers []PriceTier `yaml:"tiers"`
 }
+
+// PriceTier is a long-context tier of a Price; a field left out (nil) keeps the base price's
+// value. Prices in USD per million tokens.
+type PriceTier struct {
+	AboveInputTokens int64    `yaml:"above_input_tokens"`
+	Input            *float64 `yaml:"input"`
+	Output           *float64 `yaml:"output"`
+	CacheRead        *float64 `yaml:"cache_read"`
+	CacheWrite       *float64 `yaml:"cache_write"`
+	CacheWrite1h     *float64 `yaml:"cache_write_1h"`
+}
+
+// Pricing configures the built-in price catalog (docs/pricing.md).
+type Pricing struct {
+	// Catalog, when true (the default; nil is true), gives a route without a price the
+	// catalog's price for its deployment's provider and upstream model, and a route whose own
+	// and whose model's context_window are unset the catalog's window.
+	Catalog *bool `yaml:"catalog"`
+	// CatalogFile replaces the built-in catalog with a file in the same format
+	// (internal/pricedata/prices.json); a reload reads it again. "" uses the built-in one.
+	CatalogFile string `yaml:"catalog_file"`
+}
+
+// CatalogOn reports whether the price catalog is used (pricing.catalog, default true).
+func (p *Pricing) CatalogOn() bool { return p.Catalog == nil || *p.Catalog }
 
 // Model is a catalog entry.
 type Model struct {

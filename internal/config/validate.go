@@ -222,6 +222,31 @@ func (v *validator) price(path string, p *Price) {
 	v.nonNegative(path+".input", p.Input)
 	v.nonNegative(path+".output", p.Output)
 	v.nonNegative(path+".image", p.Image)
+	v.optPrice(path+".cache_read", p.CacheRead)
+	v.optPrice(path+".cache_write", p.CacheWrite)
+	v.optPrice(path+".cache_write_1h", p.CacheWrite1h)
+	seen := make(map[int64]bool, len(p.Tiers))
+	for i, t := range p.Tiers {
+		tp := fmt.Sprintf("%s.tiers[%d]", path, i)
+		switch {
+		case t.AboveInputTokens <= 0:
+			v.add(tp+".above_input_tokens", "must be > 0, got %d", t.AboveInputTokens)
+		case seen[t.AboveInputTokens]:
+			v.add(tp+".above_input_tokens", "another tier already has threshold %d", t.AboveInputTokens)
+		}
+		seen[t.AboveInputTokens] = true
+		v.optPrice(tp+".input", t.Input)
+		v.optPrice(tp+".output", t.Output)
+		v.optPrice(tp+".cache_read", t.CacheRead)
+		v.optPrice(tp+".cache_write", t.CacheWrite)
+		v.optPrice(tp+".cache_write_1h", t.CacheWrite1h)
+	}
+}
+
+func (v *validator) optPrice(path string, f *float64) {
+	if f != nil {
+		v.nonNegative(path, *f)
+	}
 }
 
 // models checks the catalog and returns its names: id -> true for a model id, false for an alias.

@@ -6,11 +6,14 @@ package dialect
 // Usage is provider-reported token usage in one canonical, additive form: the prompt is
 // Input + Cached + CacheWrite tokens (Anthropic's convention; OpenAI's prompt_tokens includes
 // cached tokens, so Input = prompt_tokens - cached - cache_write there). Output includes
-// Reasoning, which is reported separately as a subset. All counts are tokens.
+// Reasoning, which is reported separately as a subset; CacheWrite includes CacheWrite1h, the
+// one-hour cache writes (Anthropic's cache_creation.ephemeral_1h_input_tokens), billed at
+// their own price (docs/pricing.md). All counts are tokens.
 type Usage struct {
-	Input      int64 `json:"input"`
-	Cached     int64 `json:"cached"`
-	CacheWrite int64 `json:"cache_write"`
-	Output     int64 `json:"output"`
-	Reasoning  int64 `json:"reasoning"`
+	Input        int64 `json:"input"`
+	Cached       int64 `json:"cached"`
+	CacheWrite   int64 `json:"cache_write"`
+	CacheWrite1h int64 `json:"cache_write_1h"`
+	Output       int64 `json:"output"`
+	Reasoning    int64 `json:"reasoning"`
 }

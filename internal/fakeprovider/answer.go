@@ -25,7 +25,19 @@ type answer struct {
 	calls   []toolCall
 	// Usage, see usageFor: promptTokens includes cachedTokens (OpenAI semantics).
 	promptTokens, cachedTokens, outputTokens int
-	includeUsage                             bool // OpenAI stream_options.include_usage
+	// cacheWrite and cacheWrite1h are the cache writes reported (Behavior.Usage; Anthropic
+	// only), included in promptTokens.
+	cacheWrite, cacheWrite1h int
+	includeUsage             bool // OpenAI stream_options.include_usage
+}
+
+// scriptUsage replaces a's reported usage with u (Behavior.Usage).
+func (a *answer) scriptUsage(u *ScriptedUsage) {
+	if u == nil {
+		return
+	}
+	a.promptTokens = u.Input + u.CacheRead + u.CacheWrite
+	a.cachedTokens, a.cacheWrite, a.cacheWrite1h, a.outputTokens = u.CacheRead, u.CacheWrite, u.CacheWrite1h, u.Output
 }
 
 // toolCall is one tool call of an answer.
@@ -80,6 +92,7 @@ func buildAnswer(d catalog.Dialect, name string, seq int64, created int64, body 
 		}
 		a.pieces = split(a.text, deltas)
 		a.outputTokens = len(a.pieces)
+		a.scriptUsage(b.Usage)
 		return a
 	}
 	tools := requestTools(d, body)
@@ -100,6 +113,7 @@ func buildAnswer(d catalog.Dialect, name string, seq int64, created int64, body 
 		a.outputTokens += (len(c.args) + 3) / 4
 		a.calls = append(a.calls, c)
 	}
+	a.scriptUsage(b.Usage)
 	return a
 }
 

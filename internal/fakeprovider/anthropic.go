@@ -24,10 +24,15 @@ type (
 		Input json.RawMessage `json:"input,omitempty"`
 	}
 	anUsage struct {
-		InputTokens              int `json:"input_tokens"`
-		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-		OutputTokens             int `json:"output_tokens"`
+		InputTokens              int              `json:"input_tokens"`
+		CacheCreationInputTokens int              `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int              `json:"cache_read_input_tokens"`
+		CacheCreation            *anCacheCreation `json:"cache_creation,omitempty"`
+		OutputTokens             int              `json:"output_tokens"`
+	}
+	anCacheCreation struct {
+		Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
 	}
 	anMessageStart struct {
 		Type    string    `json:"type"`
@@ -71,7 +76,12 @@ type (
 
 // anUsage is the Anthropic usage of a: input_tokens excludes the cache reads.
 func (a *answer) anUsage(output int) anUsage {
-	return anUsage{InputTokens: a.promptTokens - a.cachedTokens, CacheReadInputTokens: a.cachedTokens, OutputTokens: output}
+	u := anUsage{InputTokens: a.promptTokens - a.cachedTokens - a.cacheWrite, CacheReadInputTokens: a.cachedTokens,
+		CacheCreationInputTokens: a.cacheWrite, OutputTokens: output}
+	if a.cacheWrite > 0 {
+		u.CacheCreation = &anCacheCreation{Ephemeral5m: a.cacheWrite - a.cacheWrite1h, Ephemeral1h: a.cacheWrite1h}
+	}
+	return u
 }
 
 // stopReason is the Anthropic stop_reason of a.

@@ -117,6 +117,13 @@ type Behavior struct {
 	// prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens); it is capped at the
 	// prompt tokens.
 	CachedTokens int
+	// Usage, when set, replaces the reported usage of a successful answer (both dialects,
+	// streamed or not): prompt tokens are Input + CacheRead + CacheWrite, cache reads
+	// CacheRead (OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens),
+	// cache writes CacheWrite (Anthropic cache_creation_input_tokens, with cache_creation's
+	// ephemeral_1h_input_tokens CacheWrite1h and ephemeral_5m_input_tokens the rest; OpenAI
+	// reports none), output tokens Output. CachedTokens is ignored then.
+	Usage *ScriptedUsage
 	// KeepAlive interleaves the SSE comment line ": keep-alive" between stream frames.
 	KeepAlive bool
 	// SplitWrites flushes each stream frame in two halves, split mid-line, so that events
@@ -127,22 +134,23 @@ type Behavior struct {
 // behaviorJSON is the wire form of Behavior in the control API: snake_case names and a Go
 // duration string for delay.
 type behaviorJSON struct {
-	Kind              Kind   `json:"kind,omitempty"`
-	Status            int    `json:"status,omitempty"`
-	ErrorType         string `json:"error_type,omitempty"`
-	ErrorCode         string `json:"error_code,omitempty"`
-	Message           string `json:"message,omitempty"`
-	RetryAfter        int    `json:"retry_after,omitempty"`
-	After             int    `json:"after,omitempty"`
-	Delay             string `json:"delay,omitempty"`
-	Text              string `json:"text,omitempty"`
-	Deltas            int    `json:"deltas,omitempty"`
-	ToolCall          bool   `json:"tool_call,omitempty"`
-	ParallelToolCalls int    `json:"parallel_tool_calls,omitempty"`
-	BigArgumentBytes  int    `json:"big_argument_bytes,omitempty"`
-	CachedTokens      int    `json:"cached_tokens,omitempty"`
-	KeepAlive         bool   `json:"keep_alive,omitempty"`
-	SplitWrites       bool   `json:"split_writes,omitempty"`
+	Kind              Kind           `json:"kind,omitempty"`
+	Status            int            `json:"status,omitempty"`
+	ErrorType         string         `json:"error_type,omitempty"`
+	ErrorCode         string         `json:"error_code,omitempty"`
+	Message           string         `json:"message,omitempty"`
+	RetryAfter        int            `json:"retry_after,omitempty"`
+	After             int            `json:"after,omitempty"`
+	Delay             string         `json:"delay,omitempty"`
+	Text              string         `json:"text,omitempty"`
+	Deltas            int            `json:"deltas,omitempty"`
+	ToolCall          bool           `json:"tool_call,omitempty"`
+	ParallelToolCalls int            `json:"parallel_tool_calls,omitempty"`
+	BigArgumentBytes  int            `json:"big_argument_bytes,omitempty"`
+	CachedTokens      int            `json:"cached_tokens,omitempty"`
+	Usage             *ScriptedUsage `json:"usage,omitempty"`
+	KeepAlive         bool           `json:"keep_alive,omitempty"`
+	SplitWrites       bool           `json:"split_writes,omitempty"`
 }
 
 // MarshalJSON encodes b in the control API form: snake_case field names, zero fields omitted,
@@ -152,7 +160,7 @@ func (b Behavior) MarshalJSON() ([]byte, error) {
 		Kind: b.Kind, Status: b.Status, ErrorType: b.ErrorType, ErrorCode: b.ErrorCode,
 		Message: b.Message, RetryAfter: b.RetryAfter, After: b.After, Text: b.Text,
 		Deltas: b.Deltas, ToolCall: b.ToolCall, ParallelToolCalls: b.ParallelToolCalls,
-		BigArgumentBytes: b.BigArgumentBytes, CachedTokens: b.CachedTokens,
+		BigArgumentBytes: b.BigArgumentBytes, CachedTokens: b.CachedTokens, Usage: b.Usage,
 		KeepAlive: b.KeepAlive, SplitWrites: b.SplitWrites,
 	}
 	if b.Delay != 0 {
@@ -181,7 +189,7 @@ func (b *Behavior) UnmarshalJSON(data []byte) error {
 		Kind: j.Kind, Status: j.Status, ErrorType: j.ErrorType, ErrorCode: j.ErrorCode,
 		Message: j.Message, RetryAfter: j.RetryAfter, After: j.After, Delay: d, Text: j.Text,
 		Deltas: j.Deltas, ToolCall: j.ToolCall, ParallelToolCalls: j.ParallelToolCalls,
-		BigArgumentBytes: j.BigArgumentBytes, CachedTokens: j.CachedTokens,
+		BigArgumentBytes: j.BigArgumentBytes, CachedTokens: j.CachedTokens, Usage: j.Usage,
 		KeepAlive: j.KeepAlive, SplitWrites: j.SplitWrites,
 	}
 	if err := nb.Validate(); err != nil {
@@ -202,13 +210,27 @@ func (b Behavior) Validate() error {
 		return fmt.Errorf("fakeprovider: behavior status %d is outside 100-599", b.Status)
 	}
 	if b.RetryAfter < 0 || b.After < 0 || b.Delay < 0 || b.Deltas < 0 || b.ParallelToolCalls < 0 ||
-		b.BigArgumentBytes < 0 || b.CachedTokens < 0 {
+		b.BigArgumentBytes < 0 || b.CachedTokens < 0 || b.Usage.negative() {
 		return fmt.Errorf("fakeprovider: behavior has a negative count or duration")
 	}
 	if b.BigArgumentBytes > MaxBigArgumentBytes || b.Deltas > MaxDeltas || b.ParallelToolCalls > MaxDeltas {
 		return fmt.Errorf("fakeprovider: behavior asks for more than %d argument bytes or %d deltas or tool calls", MaxBigArgumentBytes, MaxDeltas)
 	}
 	return nil
+}
+
+// ScriptedUsage is the usage a successful answer reports (Behavior.Usage), in tokens.
+type ScriptedUsage struct {
+	Input        int `json:"input"` // uncached input
+	CacheRead    int `json:"cache_read"`
+	CacheWrite   int `json:"cache_write"`    // all cache writes, the one-hour ones included
+	CacheWrite1h int `json:"cache_write_1h"` // the one-hour part of CacheWrite
+	Output       int `json:"output"`
+}
+
+func (u *ScriptedUsage) negative() bool {
+	return u != nil && (u.Input < 0 || u.CacheRead < 0 || u.CacheWrite < 0 || u.CacheWrite1h < 0 ||
+		u.CacheWrite1h > u.CacheWrite || u.Output < 0)
 }
 
 // Caps on what one scripted answer may ask for, so that a script cannot exhaust memory.

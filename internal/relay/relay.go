@@ -238,11 +238,14 @@ func (rl *Relay) putScratch(sc *scratch) {
 
 // attemptRun is the state of one attempt, kept out of parameter lists.
 type attemptRun struct {
-	req     *Request
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	cand    *plan.Candidate
-	a       *audit.Attempt
+	req  *Request
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	cand *plan.Candidate
+	a    *audit.Attempt
+	// price is the attempt's billing price (priceOf); nil when unpriced or BYOK. Its snapshot
+	// at the base rates is a.Price until the usage is known (finishUsage).
+	price   *catalog.Price
 	total   int // attempts so far, this one included
 	sc      *scratch
 	res     *Result
@@ -359,9 +362,10 @@ chain:
 				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(), ReservedMaxUSD: req.ReservedMaxUSD,
 			})
 			a := &res.Attempts[len(res.Attempts)-1]
-			a.Price, a.BillingSource = priceOf(mres.Model, c.Route)
+			price, source := priceOf(mres.Model, c.Route)
+			a.Price, a.BillingSource = snapshotOf(price, price.Rates(0)), source
 			routeContext(a, c, mp)
-			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1],
+			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1], price: price,
 				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, model: mres, echo: echo}
 			err = rl.attempt(ctx, &run)
 			run.a.EndedAt = time.Now()
@@ -847,8 +851,13 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 		}
 	}
 	r.res.Usage = u
-	r.a.Tokens = audit.Tokens(u)
-	r.a.CostUSD = costUSD(u, r.a.Price)
+	r.a.Tokens = audit.Tokens{Input: u.Input, Cached: u.Cached, CacheWrite: u.CacheWrite, Output: u.Output, Reasoning: u.Reasoning}
+	if r.price != nil && r.a.Price != nil {
+		var rates catalog.Rates
+		r.a.CostUSD, rates = costUSD(u, r.price)
+		fillSnapshot(r.a.Price, r.price, rates)
+		r.a.Price.CacheWrite1hTokens = min(u.CacheWrite1h, u.CacheWrite)
+	}
 	if r.images > 0 && r.a.Price != nil && r.a.Price.PerImageUSD > 0 {
 		// Images are billed per image returned on top of their tokens (docs/routing.md "Images").
 		r.a.CostUSD = math.Round(r.a.CostUSD*1e6+float64(r.images)*r.a.Price.PerImageUSD*1e6) / 1e6
@@ -863,7 +872,7 @@ const MaxUsageTokens = 1 << 40
 
 // saturateUsage clamps every count of u to [0, MaxUsageTokens].
 func saturateUsage(u dialect.Usage) dialect.Usage {
-	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.Output, &u.Reasoning} {
+	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.CacheWrite1h, &u.Output, &u.Reasoning} {
 		*v = min(max(*v, 0), MaxUsageTokens)
 	}
 	return u
@@ -874,31 +883,54 @@ func saturateUsage(u dialect.Usage) dialect.Usage {
 const BillingBYOK = "byok"
 
 // priceOf is the billing price of a route (R-BILL-3): none for a caller's own connection
-// (BillingBYOK), else the catalog model's price when set, otherwise the serving route's,
-// otherwise none.
-func priceOf(m *catalog.Model, rt *catalog.Route) (*audit.PriceSnapshot, string) {
+// (BillingBYOK), else the catalog model's price when set, otherwise the serving route's (its
+// configured price or the price catalog's), otherwise none.
+func priceOf(m *catalog.Model, rt *catalog.Route) (*catalog.Price, string) {
 	switch {
 	case rt.Deployment.BYOK: // the caller's own key: its provider bills the caller (R-POLICY)
 		return nil, BillingBYOK
 	case m != nil && m.Price != nil:
-		return &audit.PriceSnapshot{InputPerMTokUSD: m.Price.InputPerMTokUSD, OutputPerMTokUSD: m.Price.OutputPerMTokUSD, PerImageUSD: m.Price.PerImageUSD}, "model_price"
+		return m.Price, "model_price"
 	case rt.Price != nil:
-		return &audit.PriceSnapshot{InputPerMTokUSD: rt.Price.InputPerMTokUSD, OutputPerMTokUSD: rt.Price.OutputPerMTokUSD, PerImageUSD: rt.Price.PerImageUSD}, "route_price"
+		return rt.Price, "route_price"
 	}
 	return nil, "unpriced"
 }
 
-// costUSD is the cost of usage at price p, in USD, rounded to the nearest micro-USD: the amount
-// the ledger settles (integer micro-USD), so the audit's cost_usd and the ledger's agree. Every
-// prompt token (cached and cache-write included) is charged at the input price until the
-// catalog carries cache prices.
-func costUSD(u dialect.Usage, p *audit.PriceSnapshot) float64 {
+// snapshotOf is the audit's snapshot of price p at rates r; nil for a nil p.
+func snapshotOf(p *catalog.Price, r catalog.Rates) *audit.PriceSnapshot {
 	if p == nil {
-		return 0
+		return nil
 	}
-	// Each count converted on its own: a sum of huge counts cannot wrap before the conversion.
-	micro := (float64(u.Input)+float64(u.Cached)+float64(u.CacheWrite))*p.InputPerMTokUSD + float64(u.Output)*p.OutputPerMTokUSD
-	return math.Round(micro) / 1e6
+	s := new(audit.PriceSnapshot)
+	fillSnapshot(s, p, r)
+	return s
+}
+
+func fillSnapshot(s *audit.PriceSnapshot, p *catalog.Price, r catalog.Rates) {
+	src := p.Source
+	if src == "" {
+		src = catalog.PriceFromConfig
+	}
+	*s = audit.PriceSnapshot{InputPerMTokUSD: r.Input, OutputPerMTokUSD: r.Output, PerImageUSD: p.PerImageUSD,
+		CacheReadPerMTokUSD: r.CacheRead, CacheWritePerMTokUSD: r.CacheWrite, CacheWrite1hPerMTokUSD: r.CacheWrite1h,
+		TierAboveInputTokens: r.Tier, Source: src}
+}
+
+// costUSD is the cost of usage u at price p (contract.md "Additions pinned in round 4"), in
+// USD, rounded to the nearest micro-USD: the amount the ledger settles (integer micro-USD), so
+// the audit's cost_usd and the ledger's agree. Each count is billed at its own price: uncached
+// input at input, cache reads at cache_read, cache writes at cache_write (one-hour writes at
+// cache_write_1h), output at output, all at the long-context tier the attempt's total input
+// reaches (the rates returned). A nil p costs 0.
+func costUSD(u dialect.Usage, p *catalog.Price) (float64, catalog.Rates) {
+	if p == nil {
+		return 0, catalog.Rates{}
+	}
+	// Each count converted on its own (saturateUsage bounds them): no sum can wrap.
+	r := p.Rates(u.Input + u.Cached + u.CacheWrite)
+	micro := r.MicroUSD(u.Input, u.Cached, u.CacheWrite, u.CacheWrite1h, u.Output)
+	return math.Round(micro) / 1e6, r
 }
 
 // WriteError writes a caller-facing error in the codec's dialect: the status of the class, the

@@ -93,7 +93,11 @@ func keyLayers(k *config.Key, accounts map[string]admission.Limits) []admission.
 // docs/limits.md): the tpm charge (input estimate + output basis) and the reserve, the most any
 // of its plans can cost. Each plan (the requested model's and each fallback's) is priced at its
 // catalog model's price when set, else at the most expensive price among its candidates' routes,
-// input and output each, so that failover to a dearer route is covered. The caller's own
+// input and output each, so that failover to a dearer route is covered. Input is reserved at the
+// highest input-side price (input, cache_read, cache_write, cache_write_1h) of the long-context
+// tier the input estimate reaches, output at that tier's output price, so that no cache split
+// the provider reports can cost more than the reserve (docs/pricing.md); the settle charges the
+// real split. The caller's own
 // connections (BYOK) cost nothing: a plan of BYOK routes only reserves 0. Only model calls have
 // an output; embeddings and token counts are charged their input. An images request's output
 // basis is ImageOutputTokens per image asked (n), and its reserve adds n x the price's per-image
@@ -122,14 +126,16 @@ func charge(cs *callState, pr *prepared, protocol catalog.Protocol) (tokens, res
 			}
 			house = true
 			if rp := c.Route.Price; rp != nil && m.Price == nil {
-				pin, pout, pimg = max(pin, rp.InputPerMTokUSD), max(pout, rp.OutputPerMTokUSD), max(pimg, rp.PerImageUSD)
+				r := rp.Rates(in)
+				pin, pout, pimg = max(pin, r.MaxInput()), max(pout, r.Output), max(pimg, rp.PerImageUSD)
 			}
 		}
 		if !house {
 			return
 		}
 		if m.Price != nil {
-			pin, pout, pimg = m.Price.InputPerMTokUSD, m.Price.OutputPerMTokUSD, m.Price.PerImageUSD
+			r := m.Price.Rates(in)
+			pin, pout, pimg = r.MaxInput(), r.Output, m.Price.PerImageUSD
 		}
 		cost := admission.CostMicroUSD(in, out, pin, pout)
 		if images && pimg > 0 {

@@ -189,14 +189,15 @@ func appendEvent(dst []byte, name string, data []byte) []byte {
 
 // readUsage merges an Anthropic usage object into out. Values are cumulative; a field overwrites
 // only when present (as the official accumulator does). Anthropic's input_tokens already exclude
-// cache reads and writes, which is the canonical form.
+// cache reads and writes, which is the canonical form; cache_creation's
+// ephemeral_1h_input_tokens is the one-hour part of cache_creation_input_tokens (CacheWrite1h).
 func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 	if !u.IsObject() {
 		return
 	}
 	// One pass over the members; a repeated member counts once, its first value, as a path
 	// lookup reads it.
-	var in, cached, write, output, details, thinking gjson.Result
+	var in, cached, write, output, details, thinking, creation, w5m, w1h gjson.Result
 	u.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "input_tokens":
@@ -205,10 +206,21 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 			dialect.KeepFirst(&cached, v)
 		case "cache_creation_input_tokens":
 			dialect.KeepFirst(&write, v)
+		case "cache_creation":
+			dialect.KeepFirst(&creation, v)
 		case "output_tokens":
 			dialect.KeepFirst(&output, v)
 		case "output_tokens_details":
 			dialect.KeepFirst(&details, v)
+		}
+		return true
+	})
+	creation.ForEach(func(k, v gjson.Result) bool { // nothing unless an object
+		switch k.Str {
+		case "ephemeral_5m_input_tokens":
+			dialect.KeepFirst(&w5m, v)
+		case "ephemeral_1h_input_tokens":
+			dialect.KeepFirst(&w1h, v)
 		}
 		return true
 	})
@@ -226,6 +238,13 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 	}
 	if write.Exists() {
 		out.CacheWrite = write.Int()
+	}
+	if w1h.Exists() {
+		out.CacheWrite1h = w1h.Int()
+	}
+	if !write.Exists() && (w5m.Exists() || w1h.Exists()) {
+		// The breakdown without its total (not seen from Anthropic; a proxy may send it).
+		out.CacheWrite = max(w5m.Int(), 0) + max(w1h.Int(), 0)
 	}
 	if output.Exists() && !start {
 		out.Output = output.Int()

@@ -9,7 +9,10 @@
 //	 region, platform]
 //
 // with the types and units of the former attempts table: token counts integers, USD and
-// milliseconds JSON numbers, price null or {"input": USD/Mtok, "output": USD/Mtok},
+// milliseconds JSON numbers, price null or {"input": USD/Mtok, "output": USD/Mtok, "image":
+// USD (when > 0), "cache_read", "cache_write", "cache_write_1h": USD/Mtok,
+// "tier_above_input_tokens" (when > 0), "source" (when set), "cache_write_1h_tokens" (when > 0)}
+// (audit.PriceSnapshot; the cost lines are derived, not stored),
 // dispatched_at Unix nanoseconds (null for the zero time), headers_ms and first_token_ms null
 // when absent, dropped_params an array of strings, band an integer, score a number or null
 // (no metric), strategy, region and platform strings. A reader takes a shorter array's missing
@@ -66,6 +69,7 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 			dst = appendFloat(dst, a.Price.InputPerMTokUSD)
 			dst = append(dst, `,"output":`...)
 			dst = appendFloat(dst, a.Price.OutputPerMTokUSD)
+			dst = appendPriceRest(dst, a.Price)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ',')
@@ -182,4 +186,31 @@ func parseAttempt(row []json.RawMessage, a *audit.Attempt) error {
 	}
 	a.DroppedParams = dropped
 	return nil
+}
+
+// appendPriceRest appends the members of p after input and output (see the package comment).
+func appendPriceRest(dst []byte, p *audit.PriceSnapshot) []byte {
+	if p.PerImageUSD > 0 {
+		dst = append(dst, `,"image":`...)
+		dst = appendFloat(dst, p.PerImageUSD)
+	}
+	dst = append(dst, `,"cache_read":`...)
+	dst = appendFloat(dst, p.CacheReadPerMTokUSD)
+	dst = append(dst, `,"cache_write":`...)
+	dst = appendFloat(dst, p.CacheWritePerMTokUSD)
+	dst = append(dst, `,"cache_write_1h":`...)
+	dst = appendFloat(dst, p.CacheWrite1hPerMTokUSD)
+	if p.TierAboveInputTokens > 0 {
+		dst = append(dst, `,"tier_above_input_tokens":`...)
+		dst = strconv.AppendInt(dst, p.TierAboveInputTokens, 10)
+	}
+	if p.Source != "" {
+		dst = append(dst, `,"source":`...)
+		dst = dialect.AppendJSONString(dst, p.Source)
+	}
+	if p.CacheWrite1hTokens > 0 {
+		dst = append(dst, `,"cache_write_1h_tokens":`...)
+		dst = strconv.AppendInt(dst, p.CacheWrite1hTokens, 10)
+	}
+	return dst
 }

@@ -49,7 +49,7 @@ func TestRoundTrip(t *testing.T) {
 		rows[1][17].(float64) != float64(as[1].DispatchedAt.UnixNano()) || rows[1][21].(float64) != 200 {
 		t.Errorf("positions: %s", b)
 	}
-	if !strings.Contains(string(b), `{"input":3,"output":15}`) {
+	if !strings.Contains(string(b), `{"input":3,"output":15,"cache_read":0,"cache_write":0,"cache_write_1h":0}`) {
 		t.Errorf("price not an object: %s", b)
 	}
 }
@@ -108,4 +108,26 @@ func BenchmarkAppend(b *testing.B) {
 		buf = Append(buf[:0], as)
 	}
 	b.SetBytes(int64(len(buf)))
+}
+
+// TestPriceSnapshotRoundTrip: every member of a price snapshot (cache prices, the tier applied,
+// the source, the one-hour write count) reads back as written; the cost lines are derived, not
+// stored.
+func TestPriceSnapshotRoundTrip(t *testing.T) {
+	p := &audit.PriceSnapshot{InputPerMTokUSD: 6, OutputPerMTokUSD: 22.5, PerImageUSD: 0.04, CacheReadPerMTokUSD: 0.6,
+		CacheWritePerMTokUSD: 7.5, CacheWrite1hPerMTokUSD: 12, TierAboveInputTokens: 200000, Source: "catalog", CacheWrite1hTokens: 7}
+	as := []audit.Attempt{{Attempt: 1, Price: p, DroppedParams: []string{}}}
+	got, err := Parse(Append(nil, as))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got[0].Price, p) {
+		t.Fatalf("price = %+v, want %+v", got[0].Price, p)
+	}
+	withLines := *p
+	withLines.Lines = []audit.CostLine{{Kind: "input", Count: 1, PerMTokUSD: 6, USD: 6e-6}}
+	as[0].Price = &withLines
+	if b := Append(nil, as); strings.Contains(string(b), "lines") {
+		t.Fatalf("lines stored: %s", b)
+	}
 }

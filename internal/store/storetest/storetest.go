@@ -130,7 +130,7 @@ func testRoundTrip(t *testing.T, st audit.Store) {
 	}
 	for _, frag := range []string{
 		`"price":null,"dispatched_at":"2026-03-01T12:00:00.200000001Z","headers_ms":null,"first_token_ms":null,"dropped_params":[],"upstream_status":0,"error_origin":"gateway",`,
-		`"price":{"input":3,"output":15}`, `"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":""`,
+		`"price":{"input":3,"output":15,"cache_read":3,"cache_write":3,"cache_write_1h":3,"lines":[`, `"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":""`,
 		`"tokens":{"input":11,"cached":22,"cache_write":33,"output":44,"reasoning":5}`,
 		`"created_at":"2026-03-01T12:00:00.123456789Z"`, `"headers_ms":120.25,"first_token_ms":301.5`,
 		`"band":0,"score":null,"strategy":"latency","region":"","platform":""}`, `"band":2,"score":412.5,"strategy":"latency","region":"us-east-1","platform":"bedrock"}`,

@@ -1,0 +1,167 @@
+package server_test
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
+	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
+)
+
+// cachePriced: Claude Sonnet 4.5 at issue 28's price with cache prices, gpt-4o-mini at OpenAI's
+// list price with its cache-read price; authentication and the admin API on.
+const cachePriced = `
+auth: {required: true}
+routing:
+  timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}
+models:
+  - id: claude-sonnet-4-5
+    max_output_tokens: 1000
+  - id: gpt-4o-mini
+    max_output_tokens: 1000
+deployments:
+  - name: an
+    provider: anthropic
+    dialect: anthropic
+    base_url: "{{an}}"
+    routes: [{model: claude-sonnet-4-5, price: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}}]
+  - name: oa
+    provider: openai
+    dialect: openai
+    base_url: "{{oa}}"
+    routes: [{model: gpt-4o-mini, price: {input: 0.15, output: 0.6, cache_read: 0.075}}]
+admin:
+  token: adm-secret-token
+`
+
+// TestCachePricesSettle is issue 28's "Done when": a Claude request with 1,000 uncached, 9,000
+// cache-read, 2,000 cache-write and 100 output tokens at {input 3, output 15, cache_read 0.3,
+// cache_write 3.75} settles at exactly 0.0147 USD, in the ledger (the settle entry and the
+// prepaid balance) and in the audit (cost_usd and its cost lines), streamed and not, through
+// both surfaces with the official SDKs (the OpenAI surface translated, the Anthropic one passed
+// through). OpenAI-wire cached tokens settle at their cache_read price the same way: 1,000
+// uncached + 9,000 cached + 100 output at {0.15, 0.6, cache_read 0.075} is 885 micro-USD.
+func TestCachePricesSettle(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, cachePriced, an("an"), oa("oa"))
+	g.Fakes["an"].SetDefault(fakeprovider.Behavior{Usage: &fakeprovider.ScriptedUsage{Input: 1000, CacheRead: 9000, CacheWrite: 2000, Output: 100}})
+	g.Fakes["oa"].SetDefault(fakeprovider.Behavior{Usage: &fakeprovider.ScriptedUsage{Input: 1000, CacheRead: 9000, Output: 100}})
+	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"c","settings":{"billing":"prepaid"}}`).Get("id").String()
+	secret := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+acct+`","name":"k","settings":{}}`).Get("secret").String()
+	const credit = 10_000_000 // 10 USD
+	mustAdmin(t, g, 200, "POST", "/admin/v1/accounts/"+acct+"/credits", `{"amount_usd":10}`)
+
+	oc := openai.NewClient(option.WithBaseURL(g.URL+"/v1/"), option.WithAPIKey(secret), option.WithMaxRetries(0))
+	ac := anthropic.NewClient(anthropicopt.WithBaseURL(g.URL), anthropicopt.WithAPIKey(secret), anthropicopt.WithMaxRetries(0))
+	ctx := context.Background()
+	viaOpenAI := func(model string, stream bool) (string, error) {
+		var raw *http.Response
+		p := openai.ChatCompletionNewParams{Model: model, MaxTokens: openai.Int(200),
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}}
+		if !stream {
+			_, err := oc.Chat.Completions.New(ctx, p, option.WithResponseInto(&raw))
+			return raw.Header.Get("X-Request-Id"), err
+		}
+		s := oc.Chat.Completions.NewStreaming(ctx, p, option.WithResponseInto(&raw))
+		for s.Next() {
+		}
+		return raw.Header.Get("X-Request-Id"), s.Err()
+	}
+	viaAnthropic := func(model string, stream bool) (string, error) {
+		var raw *http.Response
+		p := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 200,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}
+		if !stream {
+			_, err := ac.Messages.New(ctx, p, anthropicopt.WithResponseInto(&raw))
+			return raw.Header.Get("X-Request-Id"), err
+		}
+		s := ac.Messages.NewStreaming(ctx, p, anthropicopt.WithResponseInto(&raw))
+		for s.Next() {
+		}
+		return raw.Header.Get("X-Request-Id"), s.Err()
+	}
+	var settledTotal int64
+	for _, tc := range []struct {
+		name  string
+		send  func(string, bool) (string, error)
+		model string
+		micro int64
+		lines []audit.CostLine
+	}{
+		{"claude via the OpenAI SDK", viaOpenAI, "claude-sonnet-4-5", 14_700, claudeLines},
+		{"claude via the Anthropic SDK", viaAnthropic, "claude-sonnet-4-5", 14_700, claudeLines},
+		{"gpt-4o-mini via the OpenAI SDK", viaOpenAI, "gpt-4o-mini", 885, miniLines},
+		{"gpt-4o-mini via the Anthropic SDK", viaAnthropic, "gpt-4o-mini", 885, miniLines},
+	} {
+		for _, stream := range []bool{false, true} {
+			rid, err := tc.send(tc.model, stream)
+			if err != nil || rid == "" {
+				t.Fatalf("%s stream=%v: %v (request id %q)", tc.name, stream, err, rid)
+			}
+			rec := g.generation(t, rid)
+			a := rec.Attempts[len(rec.Attempts)-1]
+			if a.CostUSD != float64(tc.micro)/1e6 {
+				t.Errorf("%s stream=%v: audit cost_usd %v, want %v", tc.name, stream, a.CostUSD, float64(tc.micro)/1e6)
+			}
+			js, err := rec.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []audit.CostLine
+			for _, l := range gjson.GetBytes(js, "attempts.@reverse.0.price.lines").Array() {
+				got = append(got, audit.CostLine{Kind: l.Get("kind").String(), Count: l.Get("count").Int(),
+					PerMTokUSD: l.Get("usd_per_mtok").Float(), USD: math.Round(l.Get("usd").Float()*1e6) / 1e6})
+			}
+			if !slices.Equal(got, tc.lines) || gjson.GetBytes(js, "attempts.@reverse.0.price.source").String() != "config" {
+				t.Errorf("%s stream=%v: audit price %s; want lines %+v, source config", tc.name, stream,
+					gjson.GetBytes(js, "attempts.@reverse.0.price").Raw, tc.lines)
+			}
+			settle := waitSettle(t, g, acct, rid)
+			if amount := settle.Get("cost_micro_usd").Int(); amount != tc.micro {
+				t.Errorf("%s stream=%v: ledger settle %d micro-USD, want %d (%s)", tc.name, stream, amount, tc.micro, settle.Raw)
+			}
+			settledTotal += tc.micro
+		}
+	}
+	ledger := mustAdmin(t, g, 200, "GET", "/admin/v1/accounts/"+acct+"/ledger", "")
+	if bal := microOf(t, ledger.Get("balance_usd").Raw); bal != credit-settledTotal {
+		t.Errorf("balance %d micro-USD, want %d - %d", bal, credit, settledTotal)
+	}
+}
+
+var (
+	claudeLines = []audit.CostLine{line("input", 1000, 3, 0.003), line("cache_read", 9000, 0.3, 0.0027),
+		line("cache_write", 2000, 3.75, 0.0075), line("output", 100, 15, 0.0015)}
+	miniLines = []audit.CostLine{line("input", 1000, 0.15, 0.00015), line("cache_read", 9000, 0.075, 0.000675), line("output", 100, 0.6, 0.00006)}
+)
+
+func line(kind string, n int64, price, usd float64) audit.CostLine {
+	return audit.CostLine{Kind: kind, Count: n, PerMTokUSD: price, USD: usd}
+}
+
+// waitSettle polls an account's ledger until the settle entry of request rid is there.
+func waitSettle(t *testing.T, g *gateway, acct, rid string) gjson.Result {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, e := range mustAdmin(t, g, 200, "GET", "/admin/v1/accounts/"+acct+"/ledger", "").Get("entries").Array() {
+			if e.Get("request_id").String() == rid && e.Get("kind").String() == "settle" {
+				return e
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no settle entry for %s", rid)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the store with a deadline, not synchronising
+	}
+}
