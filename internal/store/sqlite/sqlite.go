@@ -206,6 +206,16 @@ func parseURL(url string) (string, error) {
 // the working directory), or ":memory:".
 func (db *DB) Path() string { return db.path }
 
+// LedgerJournalDir is the directory of the ledger writer's crash journals, next to the
+// database file ("<path>-ledger"; accounts.FileJournal), or "" for :memory:, which does not
+// outlive the process anyway.
+func (db *DB) LedgerJournalDir() string {
+	if db.path == ":memory:" {
+		return ""
+	}
+	return db.path + "-ledger"
+}
+
 // Ping reports whether the database answers a query that reads the file, for /readyz.
 func (db *DB) Ping(ctx context.Context) error {
 	var v int
