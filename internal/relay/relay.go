@@ -91,8 +91,20 @@ type Request struct {
 	// ReservedMaxUSD is the request's reserve in USD, recorded on each attempt as
 	// reserved_max_usd (R-AUDIT-2).
 	ReservedMaxUSD float64
+	// Gate, when set, is called once before the commit (the first byte to the caller): the
+	// request's ledger reserve is made durable there, while the upstream call ran beside its
+	// group commit (billing.Reservation.Secure; issue 24 item 1). An error refuses the commit:
+	// the attempt fails with it (a gateway_error: no failover, no circuit count) and nothing
+	// of the response reaches the caller.
+	Gate Gate
 	// plan is Run's plan, for the debug member.
 	plan *plan.Plan
+}
+
+// Gate is a request's commit gate (Request.Gate): *billing.Reservation.
+type Gate interface {
+	// Secure returns nil when the request may commit.
+	Secure(ctx context.Context) error
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -590,6 +602,9 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 		}
 		r.estimated = true
 	}
+	if err := r.gate(ctx); err != nil {
+		return err
+	}
 	ms := msSince(r.a.DispatchedAt, time.Now())
 	r.a.FirstTokenMS = &ms
 	r.commit(false)
@@ -692,6 +707,9 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			}
 			if !r.res.Committed {
 				call.Output() // the first-output deadline is met
+				if err := r.gate(ctx); err != nil {
+					return err
+				}
 				ms := msSince(r.a.DispatchedAt, time.Now())
 				r.a.FirstTokenMS = &ms
 				r.commit(true)
@@ -806,6 +824,14 @@ func (rl *Relay) callerGone(r *attemptRun) error {
 	r.res.Usage, r.res.UsageSeen = r.sc.st.Usage, r.sc.st.UsageSeen
 	r.finishUsage(r.sc.st.Usage, r.sc.st.UsageSeen)
 	return &failure.Error{Class: failure.Cancelled, Msg: "the caller went away"}
+}
+
+// gate runs the request's commit gate (Request.Gate) before its first commit.
+func (r *attemptRun) gate(ctx context.Context) error {
+	if r.req.Gate == nil {
+		return nil
+	}
+	return r.req.Gate.Secure(ctx)
 }
 
 // commit writes the response headers: from here on the request never switches (R-FAIL-3).
