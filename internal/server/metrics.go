@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/telemetry"
 )
 
 // latencyBuckets are the classic buckets of every latency histogram, in seconds: 10 ms to 120 s,
@@ -44,6 +45,8 @@ type metrics struct {
 	refusals *prometheus.CounterVec
 	// reconciled counts the ledger entries the crash reconciliation wrote, by mark.
 	reconciled *prometheus.CounterVec
+	// genai are the GenAI semantic conventions' client histograms (genai.go).
+	genai *genaiMetrics
 
 	mu     sync.RWMutex
 	reqs   map[requestLabels]*requestSeries
@@ -130,6 +133,7 @@ func newMetrics() *metrics {
 	}, []string{"mark"})
 	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals, m.reconciled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.genai = newGenAIMetrics(m.reg)
 	return m
 }
 
@@ -172,6 +176,9 @@ type seriesCache struct {
 	rs  *requestSeries
 	att attemptLabels
 	as  *attemptSeries
+	// gk and genai are the last attempt's GenAI label set and series (genai.go).
+	gk    telemetry.GenAIAttempt
+	genai *genaiSeries
 }
 
 // observe counts one finished model call: the request, each attempt, and each attempt's
