@@ -133,6 +133,12 @@ func Endpoint(dep *catalog.Deployment) string { return EndpointOf(dep, catalog.P
 
 // EndpointOf is the URL of protocol op at a deployment, "" when its dialect has none.
 func EndpointOf(dep *catalog.Deployment, op catalog.Protocol) string {
+	switch dep.Platform {
+	case catalog.PlatformVertex:
+		return vertexEndpoint(dep, op)
+	case catalog.PlatformAzure:
+		return azureEndpoint(dep, op)
+	}
 	base := strings.TrimRight(dep.BaseURL, "/")
 	switch {
 	case dep.Dialect == catalog.Anthropic && op == catalog.ProtocolModel:
