@@ -424,8 +424,14 @@ chain:
 		cp := *fe
 		cp.RetryAfter = minRetryAfter
 		fe = &cp
+	} else if fe.Class == failure.UpstreamError && fe.UpstreamStatus == http.StatusServiceUnavailable && fe.Status == 0 {
+		// The provider said it is unavailable: the caller gets its 503 and its retry-after
+		// (docs/errors.md "Upstream 529 and 503"), still upstream_error.
+		cp := *fe
+		cp.Status = http.StatusServiceUnavailable
+		fe = &cp
 	}
-	res.Status, res.Class = fe.Class.Status(), fe.Class
+	res.Status, res.Class = fe.HTTPStatus(), fe.Class
 	req.writeError(w, fe, &res, sc.out[:0])
 	return res
 }
@@ -436,7 +442,9 @@ func (rl *Relay) cancelled(res *Result) Result {
 }
 
 // errShuttingDown answers a request that the shutdown grace ended before commit.
-var errShuttingDown = &failure.Error{Class: failure.GatewayError, Msg: "the gateway is shutting down; retry the request"}
+// It carries retry-after 1 s (x-should-retry true): another replica, or this one restarted,
+// serves the retry.
+var errShuttingDown = &failure.Error{Class: failure.GatewayError, RetryAfter: time.Second, Msg: "the gateway is shutting down; retry the request"}
 
 // ended ends a request whose context ended before commit: the caller went away (cancelled,
 // nothing to write), or the gateway is shutting down (failure.ErrShutdown): the caller is
@@ -960,8 +968,8 @@ func costUSD(u dialect.Usage, p *catalog.Price) (float64, catalog.Rates) {
 }
 
 // WriteError writes a caller-facing error in the codec's dialect: the status of the class, the
-// contract's headers (x-switchyard-error-code, retry-after, x-switchyard-limit-kind,
-// x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
+// contract's headers (x-switchyard-error-code, x-should-retry, retry-after,
+// x-switchyard-limit-kind, x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
 func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, buf []byte) {
 	writeErrorHeaders(w.Header(), fe, attempts)
 	status := fe.HTTPStatus()
@@ -972,11 +980,19 @@ func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failur
 	_, _ = w.Write(codec.AppendErrorBody(buf, fe, requestID))
 }
 
+// The x-should-retry values (failure.Error.ShouldRetry), shared: nothing mutates them.
+var shouldRetryTrue, shouldRetryFalse = []string{"true"}, []string{"false"}
+
 // writeErrorHeaders sets the headers of an error response (WriteError).
 func writeErrorHeaders(h http.Header, fe *failure.Error, attempts int) {
 	h["Content-Type"] = jsonValue
 	h["X-Switchyard-Error-Code"] = []string{string(fe.Class)}
 	h["X-Switchyard-Attempts"] = attemptsValue(attempts)
+	if fe.ShouldRetry() {
+		h["X-Should-Retry"] = shouldRetryTrue
+	} else {
+		h["X-Should-Retry"] = shouldRetryFalse
+	}
 	if fe.RetryAfter > 0 {
 		secs := int((fe.RetryAfter + time.Second - 1) / time.Second)
 		h["Retry-After"] = []string{strconv.Itoa(secs)}

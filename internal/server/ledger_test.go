@@ -70,7 +70,7 @@ func TestLedgerReserveSettleRelease(t *testing.T) {
 			0, []string{"reserve", "release"}},
 		{"budget served", "unmetered", budget, "", nil, 200, []string{"reserve", "settle"}},
 		{"budget, all deployments fail", "unmetered", budget, "", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 503},
-			502, []string{"reserve", "release"}},
+			503, []string{"reserve", "release"}},
 		{"rate limits only: no money held", "unmetered", `{"limits":{"rpm":100}}`, "", nil, 200, []string{"reserve", "settle"}},
 		{"no limits, all deployments fail", "unmetered", `{}`, "", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500},
 			502, []string{"reserve", "release"}},
