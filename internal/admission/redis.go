@@ -57,7 +57,9 @@ type RedisOptions struct {
 	// PoolSize). A call waiting for a free connection waits within Timeout.
 	PoolSize     int
 	MinIdleConns int
-	// Logf logs the degraded mode (at most once per DegradedLog) and lost settles; nil discards.
+	// Logf logs the degraded mode (entered, then at most once per DegradedLog, and left), failed
+	// background calls (at most once per DegradedLog), a loss of Redis's data and lost settles;
+	// nil discards.
 	Logf func(format string, args ...any)
 	// DegradedLog is the least time between two degraded-mode log lines (DefaultDegradedLog).
 	DegradedLog time.Duration
