@@ -280,13 +280,13 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 			r.fail(err)
 			return r.degraded(ctx, &req, err)
 		}
+		r.ok() // answered (admitted or not): counts for the degraded mode's ratio
 		v, _ := res.([]any)
 		if len(v) == 0 {
 			return nil, failure.Wrap(failure.GatewayError, "internal error", fmt.Errorf("admission: unexpected redis answer %v", res))
 		}
 		switch code, _ := v[0].(int64); code {
 		case 0:
-			r.ok()
 			r.mu.Lock()
 			r.live[h] = struct{}{}
 			h.countConc(1)
