@@ -57,7 +57,9 @@ type RedisOptions struct {
 	// PoolSize). A call waiting for a free connection waits within Timeout.
 	PoolSize     int
 	MinIdleConns int
-	// Logf logs the degraded mode (at most once per DegradedLog) and lost settles; nil discards.
+	// Logf logs the degraded mode (entered, then at most once per DegradedLog, and left), failed
+	// background calls (at most once per DegradedLog), a loss of Redis's data and lost settles;
+	// nil discards.
 	Logf func(format string, args ...any)
 	// DegradedLog is the least time between two degraded-mode log lines (DefaultDegradedLog).
 	DegradedLog time.Duration
@@ -278,13 +280,13 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 			r.fail(err)
 			return r.degraded(ctx, &req, err)
 		}
+		r.ok() // answered (admitted or not): counts for the degraded mode's ratio
 		v, _ := res.([]any)
 		if len(v) == 0 {
 			return nil, failure.Wrap(failure.GatewayError, "internal error", fmt.Errorf("admission: unexpected redis answer %v", res))
 		}
 		switch code, _ := v[0].(int64); code {
 		case 0:
-			r.ok()
 			r.mu.Lock()
 			r.live[h] = struct{}{}
 			h.countConc(1)
@@ -338,35 +340,44 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 }
 
 // seed reads the missing seed of layer idx (0: the prepaid balance) from the seeder and sets
-// it with SET NX: when another replica seeded first, its value stands.
+// it unless another replica seeded first (its value stands). Before the read it opens the
+// counter's float, so that a settle that ends meanwhile, without a seed to charge, is added to
+// the seed: the ledger read may have missed it (queued after the read); it may also have
+// counted it, and the seed is then high by those settles, never low.
 func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int, h *redisHold, now time.Time) error {
 	var v int64
 	var err error
 	var key string
 	var ttl time.Duration
+	sign := 1
 	if idx == 0 {
-		key = h.keys[h.n*redisScriptKeysLayer+2]
-		if r.o.Seeder != nil {
-			v, err = r.o.Seeder.BalanceMicroUSD(ctx, req.CreditAccount)
-		}
+		key, sign = h.keys[h.n*redisScriptKeysLayer+2], -1
 	} else {
-		l := layers[idx-1]
 		key = h.keys[(idx-1)*redisScriptKeysLayer+4]
-		ttl = spendTTL(l.Limits.BudgetPeriod, now)
-		if r.o.Seeder != nil {
+		ttl = spendTTL(layers[idx-1].Limits.BudgetPeriod, now)
+	}
+	if _, err := r.run(ctx, seedStartScript, []string{key + ":x"}, seedFloatTTL.Milliseconds()); err != nil {
+		return r.unreachable(ctx, err)
+	}
+	if r.o.Seeder != nil {
+		if idx == 0 {
+			v, err = r.o.Seeder.BalanceMicroUSD(ctx, req.CreditAccount)
+		} else {
+			l := layers[idx-1]
 			v, err = r.o.Seeder.SpentMicroUSD(ctx, l.Scope, l.ID, l.Limits.BudgetPeriod.Start(now))
 		}
 	}
 	if err != nil {
 		return seedError(ctx, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	if err := r.rdb.SetNX(cctx, key, v, ttl).Err(); err != nil {
+	if _, err := r.run(ctx, seedScript, []string{key, key + ":x"}, v, ttl.Milliseconds(), sign); err != nil {
 		return r.unreachable(ctx, err)
 	}
 	return nil
 }
+
+// seedFloatTTL is how long a counter's float outlives a seeder that died while reading.
+const seedFloatTTL = 30 * time.Second
 
 // run runs a script within the timeout.
 func (r *Redis) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {

@@ -103,17 +103,22 @@ func (r *Redis) ok() {
 	}
 }
 
-// fail records a request-path call that failed; the degraded mode is logged when it starts and
-// then at most once per DegradedLog.
+// fail records a request-path call that failed, and logs it at most once per DegradedLog: the
+// degraded mode, or (outside it) a call whose request was answered without Redis.
 func (r *Redis) fail(err error) {
 	now := time.Now()
-	if r.health.record(now, false) > 0 || r.health.degraded.Load() {
-		last := r.lastLog.Load()
-		if now.UnixNano()-last >= int64(r.o.DegradedLog) && r.lastLog.CompareAndSwap(last, now.UnixNano()) {
-			r.o.Logf("admission store (redis) not reachable: degraded mode: metered requests are refused with 503, unmetered ones admitted on this replica's share of each limit (1/%d): %v",
-				r.Replicas(), err)
-		}
+	r.health.record(now, false)
+	last := r.lastLog.Load()
+	if now.UnixNano()-last < int64(r.o.DegradedLog) || !r.lastLog.CompareAndSwap(last, now.UnixNano()) {
+		return
 	}
+	if r.Degraded() {
+		r.o.Logf("admission store (redis) not reachable: degraded mode: metered requests are refused with 503, unmetered ones admitted on this replica's share of each limit (1/%d): %v",
+			r.Replicas(), err)
+		return
+	}
+	r.o.Logf("admission store (redis) not reachable within its timeout: that request was refused with 503 if metered, else admitted on this replica's share of its limits (1/%d); not degraded (that takes half of the calls over %v failing): %v",
+		r.Replicas(), HealthWindow, err)
 }
 
 // probe pings Redis while the store is degraded (Run, every HealthProbeEvery), so that it

@@ -118,8 +118,9 @@ return {0}
 // hold is added to them, its token charge is set (not added), its lease and reserve are
 // removed when still there, and a settle charges each budget's spend and the prepaid balance
 // whether or not the lease was still there (a lease that expired while renewals failed still
-// settles). A spend or balance without its seed is left alone: the seed, read later from the
-// ledger, includes the settle. No end ever deletes a counter.
+// settles). A spend or balance without its seed is left to the seed, read later from the
+// ledger, unless a seed is being read (its COUNTER:x exists): the settle is then added there
+// too, as the read may have missed it (seedScript). No end ever deletes a counter.
 //
 // ARGV: now (ms), hold id, settled (1/0), actual tokens, estimated tokens, cost, layers n,
 // credit (1/0), tombstone retention (ms), then one budget flag (1/0) per layer.
@@ -164,8 +165,12 @@ for i = 1, n do
     redis.call('ZREM', l, hid)
     redis.call('HINCRBY', lr, '_r', 0 - tonumber(r))
   end
-  if settled and ARGV[9+i] == '1' and redis.call('EXISTS', s) == 1 then
-    redis.call('INCRBY', s, cost)
+  if settled and ARGV[9+i] == '1' then
+    if redis.call('EXISTS', s) == 1 then
+      redis.call('INCRBY', s, cost)
+    elseif redis.call('EXISTS', s .. ':x') == 1 then
+      redis.call('INCRBY', s .. ':x', cost)
+    end
   end
 end
 if credit then
@@ -176,8 +181,12 @@ if credit then
     redis.call('ZREM', KEYS[ck+1], hid)
     redis.call('HINCRBY', KEYS[ck+2], '_r', 0 - tonumber(r))
   end
-  if settled and redis.call('EXISTS', KEYS[ck+3]) == 1 then
-    redis.call('DECRBY', KEYS[ck+3], cost)
+  if settled then
+    if redis.call('EXISTS', KEYS[ck+3]) == 1 then
+      redis.call('DECRBY', KEYS[ck+3], cost)
+    elseif redis.call('EXISTS', KEYS[ck+3] .. ':x') == 1 then
+      redis.call('INCRBY', KEYS[ck+3] .. ':x', cost)
+    end
   end
 end
 return 0
@@ -260,6 +269,26 @@ end
 local sp = redis.call('GET', s)
 if not sp then sp = -1 end
 return {rq, tk, #leases, rs, tonumber(sp)}
+`)
+
+// seedStartScript opens the float of a counter being seeded (KEYS[1], the counter's key with
+// ":x"): the settles that find the counter without a seed while its seed is read are added to
+// it. It expires after ARGV[1] ms (a seeder that died).
+var seedStartScript = redis.NewScript(`
+redis.call('SET', KEYS[1], 0, 'NX', 'PX', ARGV[1])
+return 0
+`)
+
+// seedScript sets a counter's seed (KEYS[1]) unless it has one: the ledger's value ARGV[1]
+// plus (ARGV[3] 1: a spend) or minus (-1: a balance) the settles its float (KEYS[2]) took
+// while the ledger was read, with a ttl of ARGV[2] ms (0 none); the float is then dropped.
+var seedScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local v = tonumber(ARGV[1]) + tonumber(ARGV[3]) * (tonumber(redis.call('GET', KEYS[2])) or 0)
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('SET', KEYS[1], v, 'PX', ttl) else redis.call('SET', KEYS[1], v) end
+redis.call('DEL', KEYS[2])
+return 1
 `)
 
 // creditScript adds ARGV[1] to a seeded balance.
