@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +164,100 @@ func waitSettle(t *testing.T, g *gateway, acct, rid string) gjson.Result {
 			t.Fatalf("no settle entry for %s", rid)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the store with a deadline, not synchronising
+	}
+}
+
+// reservePriced: three models of the same id length, one request each with the same body: at
+// plain input and output prices; with cache prices (one-hour writes at 6, the highest); with a
+// long-context tier whose threshold any request passes.
+const reservePriced = `
+auth: {required: true}
+routing:
+  timeouts: {headers: 5s, stream_headers: 5s, stream_idle: 5s}
+models:
+  - {id: m-plain, max_output_tokens: 100}
+  - {id: m-cache, max_output_tokens: 100}
+  - {id: m-tierx, max_output_tokens: 100}
+deployments:
+  - name: an
+    provider: anthropic
+    dialect: anthropic
+    base_url: "{{an}}"
+    routes:
+      - {model: m-plain, price: {input: 3, output: 15}}
+      - {model: m-cache, price: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75, cache_write_1h: 6}}
+      - {model: m-tierx, price: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75, tiers: [{above_input_tokens: 1, input: 30, output: 150}]}}
+admin:
+  token: adm-secret-token
+`
+
+// TestReserveNeverUndershootsForCache: the reserve charges every estimated input token at the
+// highest input-side price of the tier the estimate reaches (docs/pricing.md): with cache
+// prices, at the one-hour write price (6, twice the plain reserve's input part at 3); above a
+// tier's threshold, at the tier's input and output prices (30 and 150). The settle charges the
+// real split (TestCachePricesSettle).
+func TestReserveNeverUndershootsForCache(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, reservePriced, an("an"))
+	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"r","settings":{"billing":"prepaid"}}`).Get("id").String()
+	secret := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+acct+`","name":"k","settings":{}}`).Get("secret").String()
+	mustAdmin(t, g, 200, "POST", "/admin/v1/accounts/"+acct+"/credits", `{"amount_usd":10}`)
+	ac := anthropic.NewClient(anthropicopt.WithBaseURL(g.URL), anthropicopt.WithAPIKey(secret), anthropicopt.WithMaxRetries(0))
+	reserved := map[string]int64{}
+	for _, model := range []string{"m-plain", "m-cache", "m-tierx"} {
+		var raw *http.Response
+		_, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 100,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("How much is this reserved at?"))}},
+			anthropicopt.WithResponseInto(&raw))
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		rec := g.generation(t, raw.Header.Get("X-Request-Id"))
+		reserved[model] = int64(math.Round(rec.Attempts[0].ReservedMaxUSD * 1e6))
+	}
+	in3 := reserved["m-plain"] - 100*15 // input estimate x 3
+	if in3 <= 0 || in3%3 != 0 {
+		t.Fatalf("plain reserve %d micro-USD: not input x 3 + 100 x 15", reserved["m-plain"])
+	}
+	if got, want := reserved["m-cache"], 2*in3+100*15; got != want {
+		t.Errorf("cache-priced reserve %d micro-USD, want %d (input at the one-hour write price 6)", got, want)
+	}
+	if got, want := reserved["m-tierx"], 10*in3+100*150; got != want {
+		t.Errorf("tiered reserve %d micro-USD, want %d (the tier's 30 and 150)", got, want)
+	}
+}
+
+// TestTierSettle: an attempt whose total input is above a tier's threshold is billed at the
+// tier's prices for every token (its cache_read left out keeps the base 0.3), one at the
+// threshold at the base prices; the audit names the tier applied.
+func TestTierSettle(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, strings.Replace(reservePriced, "above_input_tokens: 1,", "above_input_tokens: 10000,", 1), an("an"))
+	acct := mustAdmin(t, g, 201, "POST", "/admin/v1/accounts", `{"name":"r","settings":{"billing":"prepaid"}}`).Get("id").String()
+	secret := mustAdmin(t, g, 201, "POST", "/admin/v1/keys", `{"account_id":"`+acct+`","name":"k","settings":{}}`).Get("secret").String()
+	mustAdmin(t, g, 200, "POST", "/admin/v1/accounts/"+acct+"/credits", `{"amount_usd":10}`)
+	ac := anthropic.NewClient(anthropicopt.WithBaseURL(g.URL), anthropicopt.WithAPIKey(secret), anthropicopt.WithMaxRetries(0))
+	for _, tc := range []struct {
+		uncached    int
+		micro, tier int64
+	}{
+		{5000, 5000*3 + 5000*0.3 + 100*15, 0},        // 10,000 input tokens: not above
+		{5001, 5001*30 + 5000*0.3 + 100*150, 10_000}, // 10,001: every token at the tier
+	} {
+		g.Fakes["an"].Script(fakeprovider.Behavior{Usage: &fakeprovider.ScriptedUsage{Input: tc.uncached, CacheRead: 5000, Output: 100}})
+		var raw *http.Response
+		_, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "m-tierx", MaxTokens: 100,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}, anthropicopt.WithResponseInto(&raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rid := raw.Header.Get("X-Request-Id")
+		a := g.generation(t, rid).Attempts[0]
+		if int64(math.Round(a.CostUSD*1e6)) != tc.micro || a.Price == nil || a.Price.TierAboveInputTokens != tc.tier {
+			t.Errorf("%d uncached: cost %v USD, price %+v; want %d micro-USD at tier %d", tc.uncached, a.CostUSD, a.Price, tc.micro, tc.tier)
+		}
+		if s := waitSettle(t, g, acct, rid); s.Get("cost_micro_usd").Int() != tc.micro {
+			t.Errorf("%d uncached: settle %s, want %d micro-USD", tc.uncached, s.Raw, tc.micro)
+		}
 	}
 }
