@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -259,5 +260,94 @@ func TestTierSettle(t *testing.T) {
 		if s := waitSettle(t, g, acct, rid); s.Get("cost_micro_usd").Int() != tc.micro {
 			t.Errorf("%d uncached: settle %s, want %d micro-USD", tc.uncached, s.Raw, tc.micro)
 		}
+	}
+}
+
+// catalogPriced: no price and no context window anywhere; the routes take the built-in
+// catalog's (gpt-4o-mini on OpenAI through a dated upstream id).
+const catalogPriced = `
+auth: {required: false}
+models:
+  - {id: claude-sonnet-4-5}
+  - {id: gpt-4o-mini}
+deployments:
+  - name: an
+    provider: anthropic
+    dialect: anthropic
+    base_url: "{{an}}"
+    routes: [{model: claude-sonnet-4-5}]
+  - name: oa
+    provider: openai
+    dialect: openai
+    base_url: "{{oa}}"
+    routes: [{model: gpt-4o-mini, upstream_model: gpt-4o-mini-2024-07-18}]
+`
+
+// TestModelsListPricing: GET /v1/models entries carry pricing (USD per million tokens: input,
+// output, cache_read, cache_write) and context_length, in both SDK shapes, here from the
+// built-in price catalog; GET /v1/models/{id} shows each endpoint's price and its source. With
+// pricing.catalog false they are absent (unpriced), and a request costs nothing.
+func TestModelsListPricing(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, catalogPriced, an("an"), oa("oa"))
+	get := func(g *gateway, path string, anthropicShape bool) gjson.Result {
+		req, _ := http.NewRequest(http.MethodGet, g.URL+path, nil)
+		if anthropicShape {
+			req.Header.Set("anthropic-version", "2023-06-01")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return gjson.ParseBytes(b)
+	}
+	for _, shape := range []bool{false, true} {
+		l := get(g, "/v1/models", shape)
+		sonnet := l.Get(`data.#(id=="claude-sonnet-4-5")`)
+		if sonnet.Get("pricing").Raw != `{"input":3,"output":15,"cache_read":0.3,"cache_write":3.75,"source":"catalog"}` || sonnet.Get("context_length").Int() != 200000 {
+			t.Errorf("anthropic shape %v: sonnet %s", shape, sonnet.Raw)
+		}
+		mini := l.Get(`data.#(id=="gpt-4o-mini")`)
+		if mini.Get("pricing").Raw != `{"input":0.15,"output":0.6,"cache_read":0.075,"cache_write":0.15,"source":"catalog"}` || mini.Get("context_length").Int() != 128000 {
+			t.Errorf("anthropic shape %v: gpt-4o-mini %s", shape, mini.Raw)
+		}
+	}
+	ep := get(g, "/v1/models/gpt-4o-mini", false).Get("endpoints.0")
+	if ep.Get("price_source").String() != "catalog" || ep.Get("pricing.input").Float() != 0.15 || ep.Get("context_length").Int() != 128000 {
+		t.Errorf("endpoint %s", ep.Raw)
+	}
+
+	// A request bills at the catalog's prices, cache reads and writes included.
+	usage := fakeprovider.Behavior{Usage: &fakeprovider.ScriptedUsage{Input: 1000, CacheRead: 9000, CacheWrite: 2000, Output: 100}}
+	costOf := func(g *gateway) (float64, string) {
+		g.Fakes["an"].Script(usage)
+		var raw *http.Response
+		ac := anthropic.NewClient(anthropicopt.WithBaseURL(g.URL), anthropicopt.WithAPIKey("x"), anthropicopt.WithMaxRetries(0))
+		if _, err := ac.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hi"))}}, anthropicopt.WithResponseInto(&raw)); err != nil {
+			t.Fatal(err)
+		}
+		a := g.generation(t, raw.Header.Get("X-Request-Id")).Attempts[0]
+		src := ""
+		if a.Price != nil {
+			src = a.Price.Source
+		}
+		return a.CostUSD, src
+	}
+	if c, src := costOf(g); c != 0.0147 || src != "catalog" {
+		t.Errorf("catalog-priced request cost %v USD from %q, want 0.0147 from catalog", c, src)
+	}
+
+	off := startGateway(t, catalogPriced+"pricing: {catalog: false}\n", an("an"), oa("oa"))
+	if c, src := costOf(off); c != 0 || src != "" {
+		t.Errorf("catalog off: cost %v USD from %q, want unpriced", c, src)
+	}
+	if l := get(off, "/v1/models", false); l.Get("data.0.pricing").Exists() || l.Get("data.0.context_length").Exists() {
+		t.Errorf("catalog off: %s", l.Raw)
+	}
+	if ep := get(off, "/v1/models/gpt-4o-mini", false).Get("endpoints.0"); ep.Get("price_source").String() != "none" || ep.Get("pricing").Raw != "null" {
+		t.Errorf("catalog off endpoint %s", ep.Raw)
 	}
 }
