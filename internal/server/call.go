@@ -302,7 +302,7 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 		Object        string        `json:"object"`
 		Created       int64         `json:"created"`
 		OwnedBy       string        `json:"owned_by"`
-		Pricing       *modelPricing `json:"pricing,omitempty"`
+		Pricing       *ModelPricing `json:"pricing,omitempty"`
 		ContextLength int           `json:"context_length,omitempty"`
 	}
 	type anModel struct {
@@ -310,7 +310,7 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 		ID            string        `json:"id"`
 		DisplayName   string        `json:"display_name"`
 		CreatedAt     string        `json:"created_at"`
-		Pricing       *modelPricing `json:"pricing,omitempty"`
+		Pricing       *ModelPricing `json:"pricing,omitempty"`
 		ContextLength int           `json:"context_length,omitempty"`
 	}
 	var oa []oaModel
@@ -338,10 +338,10 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 	return l
 }
 
-// modelPricing is a price as the model list shows it (contract.md "Additions pinned in round
+// ModelPricing is a price as the model list and the route plan show it (contract.md "Additions pinned in round
 // 4"), in USD per million tokens, defaults resolved (cache prices left out are the input
 // price); Source is "config" or "catalog".
-type modelPricing struct {
+type ModelPricing struct {
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
 	CacheRead  float64 `json:"cache_read"`
@@ -350,7 +350,7 @@ type modelPricing struct {
 }
 
 // pricingOf is p as the model list shows it (base prices); nil for a nil p.
-func pricingOf(p *catalog.Price) *modelPricing {
+func pricingOf(p *catalog.Price) *ModelPricing {
 	if p == nil {
 		return nil
 	}
@@ -359,13 +359,13 @@ func pricingOf(p *catalog.Price) *modelPricing {
 	if src == "" {
 		src = catalog.PriceFromConfig
 	}
-	return &modelPricing{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, Source: src}
+	return &ModelPricing{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, Source: src}
 }
 
 // listedPrice is what GET /v1/models shows of a model: its own price when set (what it is
 // billed at, R-BILL-3), else the first public route's with a price (configured or from the
 // price catalog); and its context window, else the first public route's (0: unknown).
-func listedPrice(m *catalog.Model) (*modelPricing, int) {
+func listedPrice(m *catalog.Model) (*ModelPricing, int) {
 	var price *catalog.Price
 	window := m.ContextWindowTokens
 	for _, rt := range m.Routes {

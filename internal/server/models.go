@@ -30,7 +30,7 @@ type modelEndpoint struct {
 	Uptime *float64 `json:"uptime"`
 	// Pricing is the route's price (null: unpriced) and PriceSource where it comes from
 	// (config, catalog or none); ContextLength the route's context window (0: unknown).
-	Pricing       *modelPricing `json:"pricing"`
+	Pricing       *ModelPricing `json:"pricing"`
 	PriceSource   string        `json:"price_source"`
 	ContextLength int           `json:"context_length,omitempty"`
 }

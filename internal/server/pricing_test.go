@@ -319,6 +319,14 @@ func TestModelsListPricing(t *testing.T) {
 		t.Errorf("endpoint %s", ep.Raw)
 	}
 
+	// POST /v1/route shows each candidate's price, context window and their sources.
+	_, b := icPost(t, g.URL, "/v1/route", `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"Hi"}]}`)
+	c := gjson.GetBytes(b, "candidates.0")
+	if c.Get("price_source").String() != "catalog" || c.Get("pricing.cache_read").Float() != 0.3 ||
+		c.Get("context_window").Int() != 200000 || c.Get("context_window_source").String() != "catalog" {
+		t.Errorf("route candidate %s", c.Raw)
+	}
+
 	// A request bills at the catalog's prices, cache reads and writes included.
 	usage := fakeprovider.Behavior{Usage: &fakeprovider.ScriptedUsage{Input: 1000, CacheRead: 9000, CacheWrite: 2000, Output: 100}}
 	costOf := func(g *gateway) (float64, string) {
