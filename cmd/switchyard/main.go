@@ -210,10 +210,42 @@ func checkConfig(cfg *config.Config, name string, warn func(string)) (*catalog.C
 			warn(fmt.Sprintf("%s: warning: deployment %s has no API key: %s is set but empty, so the provider will refuse its requests", name, d.Name, v))
 		}
 	}
+	for _, w := range unpricedMetered(cfg, cat) {
+		warn(fmt.Sprintf("%s: warning: %s", name, w))
+	}
 	if cfg.Admin.Token != "" && cfg.Store.SecretKey == "" {
 		warn(fmt.Sprintf("%s: warning: store.secret_key is empty: BYOK connections' API keys are stored in the clear", name))
 	}
 	return cat, nil
+}
+
+// unpricedMetered lists the routes that can serve a metered account and have no price from any
+// source (docs/pricing.md): no price of their own, of their model, nor from the price catalog.
+// An account is metered when a budget is set on a key or an account in the file, or when the
+// admin API is on (accounts and keys made there may hold budgets or prepaid balances). A
+// metered request on such a route costs 0: its budget or balance never counts it.
+func unpricedMetered(cfg *config.Config, cat *catalog.Catalog) []string {
+	metered := cfg.Admin.Token != ""
+	for _, k := range cfg.Keys {
+		metered = metered || k.Limits.BudgetUSD > 0
+	}
+	for _, a := range cfg.Accounts {
+		metered = metered || a.Limits.BudgetUSD > 0
+	}
+	if !metered {
+		return nil
+	}
+	var out []string
+	for _, d := range cat.Deployments {
+		for _, r := range d.Routes {
+			if m := cat.Model(r.Model); r.Price != nil || (m != nil && m.Price != nil) || d.BYOK {
+				continue
+			}
+			out = append(out, fmt.Sprintf("deployment %s route %s (upstream %s) has no price (none configured, none in the price catalog): "+
+				"requests of metered accounts (budgets, prepaid) on it cost 0; set its price (docs/pricing.md)", d.Name, r.Model, r.UpstreamModel))
+		}
+	}
+	return out
 }
 
 func cmdCheck(args []string, out io.Writer) error {

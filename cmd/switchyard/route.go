@@ -77,9 +77,9 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	regions := p.Failover != nil // a REGION column only when some candidate has a region
 	if regions {
-		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT\tPRICE IN/OUT/CACHE-READ/CACHE-WRITE\tWINDOW")
 	} else {
-		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT")
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT\tPRICE IN/OUT/CACHE-READ/CACHE-WRITE\tWINDOW")
 	}
 	for i, c := range p.Candidates {
 		score := "-"
@@ -95,10 +95,10 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 			if region == "" {
 				region = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\t%s\t%s\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight, priceCell(c), windowCell(c))
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\t%s\t%s\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight, priceCell(c), windowCell(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -119,6 +119,25 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 		return tw.Flush()
 	}
 	return nil
+}
+
+// priceCell is a candidate's billed price, USD per million tokens, and its source:
+// "3/15/0.3/3.75 (config)", or "- (none)" when unpriced.
+func priceCell(c server.RouteCandidate) string {
+	if c.Pricing == nil {
+		return "- (" + c.PriceSource + ")"
+	}
+	g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	p := c.Pricing
+	return g(p.Input) + "/" + g(p.Output) + "/" + g(p.CacheRead) + "/" + g(p.CacheWrite) + " (" + c.PriceSource + ")"
+}
+
+// windowCell is a candidate's context window and its source: "200000 (catalog)", or "-".
+func windowCell(c server.RouteCandidate) string {
+	if c.ContextWindow == 0 {
+		return "-"
+	}
+	return strconv.Itoa(c.ContextWindow) + " (" + c.ContextWindowSource + ")"
 }
 
 // classList joins failure classes with ", ".

@@ -186,8 +186,41 @@ type outRoute struct {
 }
 
 type outPrice struct {
-	Input  float64 `yaml:"input"`
-	Output float64 `yaml:"output"`
+	Input        float64   `yaml:"input"`
+	Output       float64   `yaml:"output"`
+	CacheRead    *float64  `yaml:"cache_read,omitempty"`
+	CacheWrite   *float64  `yaml:"cache_write,omitempty"`
+	CacheWrite1h *float64  `yaml:"cache_write_1h,omitempty"`
+	Tiers        []outTier `yaml:"tiers,omitempty,flow"`
+}
+
+// outTier is a long-context tier of a price (LiteLLM's *_above_200k_tokens costs).
+type outTier struct {
+	AboveInputTokens int64    `yaml:"above_input_tokens"`
+	Input            *float64 `yaml:"input,omitempty"`
+	Output           *float64 `yaml:"output,omitempty"`
+	CacheRead        *float64 `yaml:"cache_read,omitempty"`
+	CacheWrite       *float64 `yaml:"cache_write,omitempty"`
+}
+
+// priceKeys are LiteLLM's per-token cost settings that Convert maps into price (USD per token
+// x 10^6): the base costs, the cache costs, and their _above_200k_tokens long-context tier.
+var priceKeys = []string{
+	"input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost",
+	"cache_creation_input_token_cost_above_1hr",
+	"input_cost_per_token_above_200k_tokens", "output_cost_per_token_above_200k_tokens",
+	"cache_read_input_token_cost_above_200k_tokens", "cache_creation_input_token_cost_above_200k_tokens",
+}
+
+// priceKeyCase is k when k is one of priceKeys (a switch case that matches it), else a value
+// no setting has.
+func priceKeyCase(k string) string {
+	for _, p := range priceKeys {
+		if k == p {
+			return k
+		}
+	}
+	return "\x00not a price key"
 }
 
 type outKey struct {
@@ -366,7 +399,7 @@ func (c *converter) entry(path string, e any) {
 
 	for _, k := range sortedKeys(lp) {
 		switch k {
-		case "model", "api_base", "api_key", "order", "weight", "input_cost_per_token", "output_cost_per_token":
+		case "model", "api_base", "api_key", "order", "weight":
 		case "aws_region_name", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_profile_name":
 			if prefix != "bedrock" {
 				c.note(path+".litellm_params."+k, "applies only to bedrock/ models; not mapped")
@@ -381,6 +414,7 @@ func (c *converter) entry(path string, e any) {
 			}
 		case "rpm", "tpm":
 			c.note(path+".litellm_params."+k, "deployment rate limits are not modelled: Switchyard limits callers (keys[].limits, accounts[].limits); a provider's 429 fails over and pauses the provider for its Retry-After")
+		case priceKeyCase(k):
 		case "timeout", "stream_timeout":
 			c.note(path+".litellm_params."+k, "per-deployment timeouts are not modelled; routing.timeouts applies to every deployment")
 		case "max_retries":
@@ -400,7 +434,7 @@ func (c *converter) entry(path string, e any) {
 	}
 	for _, k := range sortedKeys(info) {
 		switch k {
-		case "mode", "max_input_tokens", "max_output_tokens", "max_tokens", "input_cost_per_token", "output_cost_per_token", "id":
+		case "mode", "max_input_tokens", "max_output_tokens", "max_tokens", "id", priceKeyCase(k):
 		default:
 			c.note(path+".model_info."+k, "not mapped")
 		}
@@ -676,13 +710,34 @@ func envRef(s string) string {
 
 // price reads input_cost_per_token / output_cost_per_token (USD per token) from litellm_params
 // or model_info, as USD per million tokens.
+//
+// The cache costs map to cache_read (cache_read_input_token_cost), cache_write
+// (cache_creation_input_token_cost) and cache_write_1h (cache_creation_input_token_cost_above_1hr),
+// and the _above_200k_tokens costs to a tier above 200,000 input tokens; a cost LiteLLM leaves
+// out stays out (the price's defaults apply: docs/pricing.md).
 func price(lp, info map[string]any) *outPrice {
 	in, okIn := num(first2(lp, info, "input_cost_per_token"))
 	out, okOut := num(first2(lp, info, "output_cost_per_token"))
 	if !okIn && !okOut {
 		return nil
 	}
-	return &outPrice{Input: perMillion(in), Output: perMillion(out)}
+	opt := func(key string) *float64 {
+		v, ok := num(first2(lp, info, key))
+		if !ok {
+			return nil
+		}
+		m := perMillion(v)
+		return &m
+	}
+	p := &outPrice{Input: perMillion(in), Output: perMillion(out), CacheRead: opt("cache_read_input_token_cost"),
+		CacheWrite: opt("cache_creation_input_token_cost"), CacheWrite1h: opt("cache_creation_input_token_cost_above_1hr")}
+	t := outTier{AboveInputTokens: 200_000, Input: opt("input_cost_per_token_above_200k_tokens"),
+		Output: opt("output_cost_per_token_above_200k_tokens"), CacheRead: opt("cache_read_input_token_cost_above_200k_tokens"),
+		CacheWrite: opt("cache_creation_input_token_cost_above_200k_tokens")}
+	if t.Input != nil || t.Output != nil || t.CacheRead != nil || t.CacheWrite != nil {
+		p.Tiers = []outTier{t}
+	}
+	return p
 }
 
 func perMillion(perToken float64) float64 {

@@ -99,6 +99,12 @@ var mapped = map[string]bool{
 	"router_settings.model_group_alias": true,
 }
 
+func init() {
+	for _, k := range priceKeys { // the cache costs and long-context tiers (TestConvertCachePrices)
+		mapped["litellm_params."+k], mapped["model_info."+k] = true, true
+	}
+}
+
 // checkNothingDropped: every setting of the input is either carried into the output or named
 // by a note (a skipped model_list entry covers all of its settings).
 func checkNothingDropped(t *testing.T, in, out []byte, notes []Note) {
@@ -177,4 +183,51 @@ func FuzzConvert(f *testing.F) {
 			t.Fatalf("output is not YAML: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestConvertCachePrices: LiteLLM's cache costs and their _above_200k_tokens variants become
+// price's cache_read, cache_write, cache_write_1h and a tier above 200,000 input tokens (per
+// token x 10^6), with no note (they are carried over); a cost left out stays out.
+func TestConvertCachePrices(t *testing.T) {
+	in := `model_list:
+  - model_name: sonnet
+    litellm_params:
+      model: anthropic/claude-sonnet-4-5
+      api_key: os.environ/ANTHROPIC_API_KEY
+    model_info:
+      input_cost_per_token: 0.000003
+      output_cost_per_token: 0.000015
+      cache_read_input_token_cost: 0.0000003
+      cache_creation_input_token_cost: 0.00000375
+      cache_creation_input_token_cost_above_1hr: 0.000006
+      input_cost_per_token_above_200k_tokens: 0.000006
+      output_cost_per_token_above_200k_tokens: 0.0000225
+      cache_read_input_token_cost_above_200k_tokens: 0.0000006
+      cache_creation_input_token_cost_above_200k_tokens: 0.0000075
+  - model_name: mini
+    litellm_params:
+      model: openai/gpt-4o-mini
+      input_cost_per_token: 0.00000015
+      output_cost_per_token: 0.0000006
+      cache_read_input_token_cost: 0.000000075
+`
+	out, notes, err := Convert("c.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"price: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75, cache_write_1h: 6, tiers: [{above_input_tokens: 200000, input: 6, output: 22.5, cache_read: 0.6, cache_write: 7.5}]}",
+		"price: {input: 0.15, output: 0.6, cache_read: 0.075}",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, n := range notes {
+		if strings.Contains(n.Path, "cost") {
+			t.Errorf("a cost is noted as not mapped: %+v", n)
+		}
+	}
+	// Every setting is carried over or noted.
+	checkNothingDropped(t, []byte(in), out, notes)
 }

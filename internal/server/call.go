@@ -301,16 +301,20 @@ type modelLists struct {
 // one precomputed body, and an endpoint is a name its users are told, not discovered.
 func buildModelLists(cat *catalog.Catalog) modelLists {
 	type oaModel struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
+		ID            string        `json:"id"`
+		Object        string        `json:"object"`
+		Created       int64         `json:"created"`
+		OwnedBy       string        `json:"owned_by"`
+		Pricing       *ModelPricing `json:"pricing,omitempty"`
+		ContextLength int           `json:"context_length,omitempty"`
 	}
 	type anModel struct {
-		Type        string `json:"type"`
-		ID          string `json:"id"`
-		DisplayName string `json:"display_name"`
-		CreatedAt   string `json:"created_at"`
+		Type          string        `json:"type"`
+		ID            string        `json:"id"`
+		DisplayName   string        `json:"display_name"`
+		CreatedAt     string        `json:"created_at"`
+		Pricing       *ModelPricing `json:"pricing,omitempty"`
+		ContextLength int           `json:"context_length,omitempty"`
 	}
 	var oa []oaModel
 	var an []anModel
@@ -320,8 +324,9 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 			continue
 		}
 		owner := pub.Deployment.Provider
-		oa = append(oa, oaModel{ID: m.ID, Object: "model", OwnedBy: owner})
-		an = append(an, anModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: "1970-01-01T00:00:00Z"})
+		pr, window := listedPrice(m)
+		oa = append(oa, oaModel{ID: m.ID, Object: "model", OwnedBy: owner, Pricing: pr, ContextLength: window})
+		an = append(an, anModel{Type: "model", ID: m.ID, DisplayName: m.ID, CreatedAt: "1970-01-01T00:00:00Z", Pricing: pr, ContextLength: window})
 	}
 	if oa == nil {
 		oa, an = []oaModel{}, []anModel{}
@@ -334,6 +339,53 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 	}
 	l.anthropic, _ = json.Marshal(map[string]any{"data": an, "has_more": false, "first_id": first, "last_id": last})
 	return l
+}
+
+// ModelPricing is a price as the model list and the route plan show it (contract.md "Additions pinned in round
+// 4"), in USD per million tokens, defaults resolved (cache prices left out are the input
+// price); Source is "config" or "catalog".
+type ModelPricing struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read"`
+	CacheWrite float64 `json:"cache_write"`
+	Source     string  `json:"source,omitempty"`
+}
+
+// pricingOf is p as the model list shows it (base prices); nil for a nil p.
+func pricingOf(p *catalog.Price) *ModelPricing {
+	if p == nil {
+		return nil
+	}
+	r := p.Rates(0)
+	src := p.Source
+	if src == "" {
+		src = catalog.PriceFromConfig
+	}
+	return &ModelPricing{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, Source: src}
+}
+
+// listedPrice is what GET /v1/models shows of a model: its own price when set (what it is
+// billed at, R-BILL-3), else the first public route's with a price (configured or from the
+// price catalog); and its context window, else the first public route's (0: unknown).
+func listedPrice(m *catalog.Model) (*ModelPricing, int) {
+	var price *catalog.Price
+	window := m.ContextWindowTokens
+	for _, rt := range m.Routes {
+		if rt.Deployment.Reserved {
+			continue
+		}
+		if price == nil {
+			price = rt.Price
+		}
+		if window == 0 {
+			window = rt.ContextWindowTokens
+		}
+	}
+	if m.Price != nil {
+		price = m.Price
+	}
+	return pricingOf(price), window
 }
 
 // firstPublic returns the model's first public (non-reserved) route, or nil when it has none.

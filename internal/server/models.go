@@ -28,6 +28,11 @@ type modelEndpoint struct {
 	// (upstream 429s and caller faults excluded); null until 100 requests were counted
 	// (R-CIRCUIT-8).
 	Uptime *float64 `json:"uptime"`
+	// Pricing is the route's price (null: unpriced) and PriceSource where it comes from
+	// (config, catalog or none); ContextLength the route's context window (0: unknown).
+	Pricing       *ModelPricing `json:"pricing"`
+	PriceSource   string        `json:"price_source"`
+	ContextLength int           `json:"context_length,omitempty"`
 }
 
 // serveModel answers GET /v1/models/{id}: the model in the caller's SDK shape plus, under
@@ -66,7 +71,11 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request) {
 		ds, ms := states[[2]string{d.Name, ""}], states[[2]string{d.Name, rt.Model}]
 		ep := modelEndpoint{Deployment: d.Name, Provider: d.Provider, Dialect: string(d.Dialect),
 			UpstreamModel: res.UpstreamModel(rt), Circuit: max(ds, ms).String(),
-			DeploymentCircuit: ds.String(), ModelCircuit: ms.String()}
+			DeploymentCircuit: ds.String(), ModelCircuit: ms.String(),
+			Pricing: pricingOf(rt.Price), PriceSource: rt.PriceSource(), ContextLength: rt.ContextWindowTokens}
+		if ep.ContextLength == 0 {
+			ep.ContextLength = m.ContextWindowTokens
+		}
 		if u, ok := s.stats.Uptime(d.Name, rt.Model); ok {
 			ep.Uptime = &u
 		}

@@ -117,6 +117,27 @@ type RouteCandidate struct {
 	Reserved bool `json:"reserved,omitempty"`
 	// BYOK marks a route of the caller's own connection, deployment "byok:<id>" (R-KEY-5).
 	BYOK bool `json:"byok,omitempty"`
+	// Pricing is the price an attempt on the route is billed at (the model's when set,
+	// R-BILL-3, else the route's), base prices in USD per million tokens; null when unpriced or
+	// BYOK. PriceSource says where it comes from: config, catalog or none (docs/pricing.md).
+	Pricing     *ModelPricing `json:"pricing"`
+	PriceSource string        `json:"price_source"`
+	// ContextWindow is the window the context-fit filter uses (the route's, else the model's,
+	// else the price catalog's; 0: none) and ContextWindowSource where it comes from.
+	ContextWindow       int    `json:"context_window,omitempty"`
+	ContextWindowSource string `json:"context_window_source,omitempty"`
+}
+
+// billedPrice is the price an attempt on route rt of model m is billed at and its source
+// (relay's priceOf, R-BILL-3): none for BYOK, the model's price when set, else the route's.
+func billedPrice(m *catalog.Model, rt *catalog.Route) (*ModelPricing, string) {
+	switch {
+	case rt.Deployment.BYOK:
+		return nil, catalog.PriceFromNone
+	case m != nil && m.Price != nil:
+		return pricingOf(m.Price), catalog.PriceFromConfig
+	}
+	return pricingOf(rt.Price), rt.PriceSource()
 }
 
 // routePlan renders the plans of a routed request (cs.plan, then cs.fallbacks).
@@ -134,7 +155,12 @@ func routePlan(cs *callState, pr *prepared) *RoutePlan {
 		for _, c := range p.Candidates {
 			rc := RouteCandidate{Deployment: c.Route.Deployment.Name, Provider: c.Route.Deployment.Provider,
 				Platform: string(c.Route.Deployment.Platform), Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
-				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved, BYOK: c.BYOK, Region: c.Route.Region}
+				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved, BYOK: c.BYOK, Region: c.Route.Region,
+				ContextWindow: c.Route.ContextWindowTokens, ContextWindowSource: c.Route.ContextWindowSource}
+			rc.Pricing, rc.PriceSource = billedPrice(res.Model, c.Route)
+			if rc.ContextWindow == 0 && res.Model != nil && res.Model.ContextWindowTokens > 0 {
+				rc.ContextWindow = res.Model.ContextWindowTokens
+			}
 			if rc.Region != "" && out.Failover == nil {
 				out.Failover = regionFailover()
 			}

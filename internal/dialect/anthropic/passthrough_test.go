@@ -112,3 +112,22 @@ func TestScanFrameFinished(t *testing.T) {
 		t.Fatalf("finish: %+v", st)
 	}
 }
+
+// TestOneHourCacheWrites: cache_creation.ephemeral_1h_input_tokens is the one-hour part of
+// cache_creation_input_tokens (CacheWrite1h), in a stream's message_start and in a message; a
+// breakdown without its total gives the total.
+func TestOneHourCacheWrites(t *testing.T) {
+	var st dialect.StreamState
+	st.Reset("m", false)
+	ScanFrame(nil, sse.Event{Name: []byte("message_start"), Data: []byte(`{"type":"message_start","message":{"usage":{"input_tokens":12,` +
+		`"cache_read_input_tokens":4,"cache_creation_input_tokens":30,"cache_creation":{"ephemeral_5m_input_tokens":10,"ephemeral_1h_input_tokens":20},"output_tokens":1}}}`)}, &st)
+	ScanFrame(nil, sse.Event{Name: []byte("message_delta"), Data: []byte(`{"type":"message_delta","usage":{"output_tokens":9}}`)}, &st)
+	if want := (dialect.Usage{Input: 12, Cached: 4, CacheWrite: 30, CacheWrite1h: 20, Output: 9}); st.Usage != want {
+		t.Errorf("stream usage %+v, want %+v", st.Usage, want)
+	}
+	_, u, ok, err := RewriteResponse(nil, []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"x","content":[],`+
+		`"usage":{"input_tokens":1,"output_tokens":2,"cache_creation":{"ephemeral_5m_input_tokens":3,"ephemeral_1h_input_tokens":4}}}`), "m")
+	if err != nil || !ok || u != (dialect.Usage{Input: 1, CacheWrite: 7, CacheWrite1h: 4, Output: 2}) {
+		t.Errorf("message usage %+v ok %v err %v", u, ok, err)
+	}
+}
