@@ -127,8 +127,12 @@ type Breaker struct {
 	state       State      // stored state; Open past openUntil is half-open (see current)
 	gen         uint64     // changes on every transition and probe release; starts at 1
 	consecutive int        // counted failures in a row while Closed
-	openUntil   time.Time  // end of the cooldown while Open
-	probing     bool       // HalfOpen: the probe has been handed out and has not reported
+	// hangModel is the model whose hangs alone make up the current run ("" when the run is
+	// empty or mixed); mixed is set once the run holds anything else (R-CIRCUIT-5, see report).
+	hangModel string
+	mixed     bool
+	openUntil time.Time // end of the cooldown while Open
+	probing   bool      // HalfOpen: the probe has been handed out and has not reported
 }
 
 // NewBreaker returns a closed breaker with s's settings (defaults filled in).
@@ -175,7 +179,15 @@ func (b *Breaker) allow() (Token, time.Time, bool) {
 // counts toward Settings.Failures and a Success resets the count. The probe's Success closes the
 // circuit, its Failure reopens it for a new cooldown starting now, and its Neutral frees the probe
 // slot so the next Allow may probe.
-func (b *Breaker) Report(t Token, o Outcome) {
+func (b *Breaker) Report(t Token, o Outcome) { b.report(t, o, "") }
+
+// report is Report with the model of a hang: a Failure with hangModel != "" is a hang of that
+// model. While Closed the run it counts in opens the circuit only once it is mixed (R-CIRCUIT-5,
+// seed 000): a run made only of hangs of one model never opens a deployment's circuit (that
+// model's own (deployment, model) circuit pauses it), while a run holding a non-hang failure or
+// hangs of two models opens it at Settings.Failures. A (deployment, model) breaker is given
+// plain Failures and so counts every hang.
+func (b *Breaker) report(t Token, o Outcome, hangModel string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if t.gen != b.gen {
@@ -185,10 +197,18 @@ func (b *Breaker) Report(t Token, o Outcome) {
 	case Closed:
 		switch o {
 		case Success:
-			b.consecutive = 0
+			b.consecutive, b.hangModel, b.mixed = 0, "", false
 		case Failure:
+			switch {
+			case hangModel == "":
+				b.mixed = true
+			case b.consecutive == 0:
+				b.hangModel = hangModel
+			case hangModel != b.hangModel:
+				b.mixed = true
+			}
 			b.consecutive++
-			if b.consecutive >= b.failures {
+			if b.consecutive >= b.failures && b.mixed {
 				b.toLocked(Open)
 			}
 		}
@@ -222,7 +242,7 @@ func (b *Breaker) toLocked(s State) {
 	}
 	b.state = s
 	b.gen++
-	b.consecutive = 0
+	b.consecutive, b.hangModel, b.mixed = 0, "", false
 	b.probing = false
 	b.openUntil = time.Time{}
 	if s == Open {

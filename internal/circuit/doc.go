@@ -16,10 +16,11 @@
 //     hears each such pause and [Set.PauseUntil] applies another replica's, so that replicas on
 //     a shared admission store skip a provider that asked any of them to wait; circuits
 //     themselves stay per replica.
-//   - R-CIRCUIT-5: a hang (failure.Error.Hang) counts on the (deployment, model) circuit only
-//     (it is neutral on the deployment circuit), so a model that hangs is paused at that
-//     deployment while the deployment's other models keep serving (seed 000: "its other models
-//     keep answering"; issue 11 item 1).
+//   - R-CIRCUIT-5: a hang (failure.Error.Hang) counts on the (deployment, model) circuit and on
+//     the deployment circuit (seed 000). A run of failures made only of one model's hangs opens
+//     that model's circuit only, so the deployment's other models keep serving (seed 000: "its
+//     other models keep answering"; issue 11 item 1); any mixed run (a hang then a 5xx, hangs of
+//     two models) opens the deployment circuit (issue 25 item 2).
 //   - R-CIRCUIT-6: [Set.Open] is what routing asks to decide that every route is cooling down;
 //     the 503 itself is written elsewhere.
 //   - R-CIRCUIT-7: thresholds and durations come from [Settings] (config routing.circuit).

@@ -130,6 +130,7 @@ func NewSet(deployment, model Settings) *Set {
 type Ticket struct {
 	set        *Set
 	provider   string
+	modelID    string // the model of the attempt, named in a hang's report to the deployment
 	deployment *Breaker
 	depToken   Token
 	model      *Breaker
@@ -158,7 +159,7 @@ func (s *Set) Admit(provider, deployment, model string) (Ticket, error) {
 		db.Report(dt, Neutral)
 		return Ticket{}, &OpenError{Deployment: deployment, Model: model, Until: until}
 	}
-	return Ticket{set: s, provider: provider, deployment: db, depToken: dt, model: mb, modelToken: mt}, nil
+	return Ticket{set: s, provider: provider, modelID: model, deployment: db, depToken: dt, model: mb, modelToken: mt}, nil
 }
 
 // Done reports the outcome of the admitted attempt; err is its final error, nil for success.
@@ -168,9 +169,12 @@ func (s *Set) Admit(provider, deployment, model string) (Ticket, error) {
 //     Neutral on both; a probe slot is freed without a transition.
 //   - A counted class that is not a hang: Failure on the deployment circuit, Neutral on the
 //     (deployment, model) circuit, so it neither opens nor resets the hang count.
-//   - A hang (failure.Error.Hang): Failure on the (deployment, model) circuit only and Neutral
-//     on the deployment circuit (neither counts nor resets its run), so hangs of one model pause
-//     that model at that deployment while its other models keep serving (R-CIRCUIT-5).
+//   - A hang (failure.Error.Hang): Failure on the (deployment, model) circuit and a hang of that
+//     model on the deployment circuit (R-CIRCUIT-5, seed 000 "counts on the deployment's circuit
+//     and on a second circuit for that model"). One rule decides which opens: a run of failures
+//     made only of one model's hangs opens that model's (deployment, model) circuit and never
+//     the deployment's, so its other models keep answering; any mixed run (a hang and a 5xx, or
+//     hangs of two models) opens the deployment's at Settings.Failures.
 //   - A Hang whose class is Cancelled (the headers deadline passed, then the caller left) counts
 //     as a hang: the provider failed first (R-CIRCUIT-5 "ends by deadline or by cancellation").
 //   - UpstreamRateLimited also pauses the provider for failure.Error.RetryAfter clamped to
@@ -193,9 +197,9 @@ func (t Ticket) Done(err error) {
 		return
 	}
 	if fe.Hang {
-		// A hang pauses the model at the deployment, never the deployment (R-CIRCUIT-5, seed
-		// 000 "its other models keep answering"): neutral on the deployment circuit.
-		t.deployment.Report(t.depToken, Neutral)
+		// A hang counts on both circuits; the deployment's opens only on a mixed run (see
+		// Breaker.report), so one model's hangs alone pause that model, not the deployment.
+		t.deployment.report(t.depToken, Failure, t.modelID)
 		t.model.Report(t.modelToken, Failure)
 	} else {
 		t.deployment.Report(t.depToken, Failure)

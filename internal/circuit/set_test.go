@@ -84,8 +84,8 @@ func TestSetHang(t *testing.T) {
 }
 
 // TestSetHangLeavesDeploymentClosed: two hangs of A in a row with nothing between open (D, A)
-// only; D's circuit neither counts a hang nor has its run of other failures reset by one
-// (R-CIRCUIT-5, seed 000 "its other models keep answering").
+// only: a run made only of one model's hangs never opens D (R-CIRCUIT-5, seed 000 "its other
+// models keep answering").
 func TestSetHangLeavesDeploymentClosed(t *testing.T) {
 	s, _ := newTestSet()
 	attempt(t, s, "p", "D", "A", hang())
@@ -97,17 +97,58 @@ func TestSetHangLeavesDeploymentClosed(t *testing.T) {
 		t.Fatalf("(D, A) is %v after two hangs, want open", got.State)
 	}
 	attempt(t, s, "p", "D", "B", nil)
+}
 
-	// A hang between two 502s of B neither resets D's run nor counts in it.
-	s, _ = newTestSet()
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
-	attempt(t, s, "p", "D", "A", hang())
-	if got := stateOf(s, "D", ""); got.State != Closed {
-		t.Fatalf("D is %v after one 502 and one hang, want closed (the hang does not count there)", got.State)
-	}
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
-	if got := stateOf(s, "D", ""); got.State != Open {
-		t.Fatalf("D is %v after 502, hang, 502, want open (the hang did not reset the run)", got.State)
+// TestSetMixedRunOpensDeployment: issue 25 item 2, seed 000 ("counts on the deployment's
+// circuit and on a second circuit for that model"): a hang counts on D's circuit too, and any
+// run of failures that is not only one model's hangs opens D at two; a success resets the run.
+func TestSetMixedRunOpensDeployment(t *testing.T) {
+	e502 := failure.New(failure.UpstreamError, "502")
+	for _, tc := range []struct {
+		name string
+		run  []struct {
+			model string
+			err   error
+		}
+		depOpen bool
+	}{
+		{"hang of A then 502 of B", []struct {
+			model string
+			err   error
+		}{{"A", hang()}, {"B", e502}}, true},
+		{"502 of B then hang of A", []struct {
+			model string
+			err   error
+		}{{"B", e502}, {"A", hang()}}, true},
+		{"hang of A then hang of B", []struct {
+			model string
+			err   error
+		}{{"A", hang()}, {"B", hang()}}, true},
+		{"two hangs of A, then a 502 of B", []struct {
+			model string
+			err   error
+		}{{"A", hang()}, {"A", hang()}, {"B", e502}}, true},
+		{"two hangs of A", []struct {
+			model string
+			err   error
+		}{{"A", hang()}, {"A", hang()}}, false},
+		{"hang of A, success of B, 502 of B", []struct {
+			model string
+			err   error
+		}{{"A", hang()}, {"B", nil}, {"B", e502}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newTestSet()
+			for _, a := range tc.run {
+				attempt(t, s, "p", "D", a.model, a.err)
+			}
+			if got := stateOf(s, "D", "").State == Open; got != tc.depOpen {
+				t.Errorf("deployment D open = %v, want %v", got, tc.depOpen)
+			}
+			if got := s.Open("p", "D", "C"); got != tc.depOpen {
+				t.Errorf("Open(D, C) = %v, want %v (a third model follows the deployment)", got, tc.depOpen)
+			}
+		})
 	}
 }
 
@@ -160,8 +201,7 @@ func TestSetNeutralFreesProbe(t *testing.T) {
 	s, clk := newTestSet()
 	attempt(t, s, "p", "D", "A", hang())
 	attempt(t, s, "p", "D", "A", hang())
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502")) // a mixed run of 3: D opens
 	clk.Advance(DefaultCooldown)
 	tk, err := s.Admit("p", "D", "A")
 	if err != nil {
@@ -193,8 +233,7 @@ func TestSetModelRefusalReturnsDeploymentProbe(t *testing.T) {
 	s := NewSet(Settings{Cooldown: 10 * time.Second, Now: clk.Now}, Settings{Cooldown: time.Minute, Now: clk.Now})
 	attempt(t, s, "p", "D", "A", hang())
 	attempt(t, s, "p", "D", "A", hang()) // (D, A) open until 60s
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502")) // D open until 10s
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502")) // a mixed run: D open until 10s
 	clk.Advance(10 * time.Second)
 
 	_, err := s.Admit("p", "D", "A")
@@ -520,10 +559,9 @@ func TestSetBlocked(t *testing.T) {
 	if err := s.Blocked("p", "D", "B"); err != nil {
 		t.Errorf("(D, B): %v, want nil", err)
 	}
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
-	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502"))
+	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502")) // a mixed run of 3: D opens
 	if err := s.Blocked("p", "D", "B"); !errors.As(err, &oe) || oe.Model != "" {
-		t.Errorf("after two 502s: %v, want the deployment circuit", err)
+		t.Errorf("after two hangs of A and a 502 of B: %v, want the deployment circuit", err)
 	}
 	clk.Advance(DefaultCooldown)
 	for range 2 { // a half-open circuit with its probe free is not blocked, and asking keeps it free

@@ -476,12 +476,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// Fixtures through the admin API: account A (key k1 sends traffic); account B with
-	// strategy latency and models [gpt-4o-mini] fixed on the account, and its key k2.
+	// strategy latency, models [gpt-4o-mini] and tier_scope official set on the account, and its
+	// key k2.
 	var acctA, acctB, k1, k2 idOnly
 	g.admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": "Acme"}, &acctA)
 	g.admin(t, "POST", "/admin/v1/keys", map[string]any{"account_id": acctA.ID, "name": "traffic"}, &k1)
 	g.admin(t, "POST", "/admin/v1/accounts", map[string]any{"name": "Beta",
-		"settings": map[string]any{"strategy": "latency", "models": []string{"gpt-4o-mini"}}}, &acctB)
+		"settings": map[string]any{"strategy": "latency", "models": []string{"gpt-4o-mini"}, "tier_scope": "official"}}, &acctB)
 	g.admin(t, "POST", "/admin/v1/keys", map[string]any{"account_id": acctB.ID, "name": "narrow"}, &k2)
 
 	t.Run("login", func(t *testing.T) {
@@ -579,11 +580,32 @@ func TestConsoleInBrowser(t *testing.T) {
 		noErrors(t)
 	})
 
-	t.Run("a field fixed by the account is read-only; a 409 names its conflict", func(t *testing.T) {
+	t.Run("each field states its layer rule; a 409 names its conflict", func(t *testing.T) {
+		// Issue 25 item 4, seed 001 ("The interface shows that value directly and states which
+		// layer fixed it"): the rule follows the axis (docs/layers.md). tier_scope fixed by the
+		// account (a constraint: the key can only narrow, and official leaves nothing to choose)
+		// is shown as its value, not a dropdown; the strategy the account set is a preference the
+		// key may override, so it keeps a control that says what it inherits; models keeps an input
+		// to narrow within the account's list; every field has its rule beside it.
 		run(t, chromedp.Navigate(g.URL+"/console/keys?account="+acctB.ID+"&key="+k2.ID), chromedp.WaitVisible(chromedp.ID("settings-key")))
-		fixed, tag := text(t, "#s-key-strategy"), js(t, `document.getElementById('s-key-strategy').tagName`)
-		if tag != "SPAN" || !strings.Contains(fixed, "latency") || !strings.Contains(fixed, "fixed by account") {
-			t.Errorf("strategy on the key: <%s> %q, want latency read-only, fixed by account", tag, fixed)
+		tag := func(id string) string { return js(t, `document.getElementById('`+id+`').tagName`) }
+		if got, txt := tag("s-key-tier_scope"), text(t, "#s-key-tier_scope"); got != "SPAN" || !strings.Contains(txt, "official") || !strings.Contains(txt, "fixed by account") {
+			t.Errorf("tier_scope on the key: <%s> %q, want official shown directly, fixed by account", got, txt)
+		}
+		if got := tag("s-key-strategy"); got != "SELECT" {
+			t.Errorf("strategy on the key: <%s>, want a select (the key may override the account)", got)
+		}
+		if rule := text(t, "#s-key-strategy-rule"); !strings.Contains(rule, "inherits latency from account") || !strings.Contains(rule, "overrides") {
+			t.Errorf("strategy's rule %q, want it to name the account's latency and the override", rule)
+		}
+		if inh := js(t, `document.getElementById('s-key-strategy').options[0].textContent`); !strings.Contains(inh, "latency") {
+			t.Errorf("strategy's empty option %q, want it to show the inherited latency", inh)
+		}
+		if got, rule := tag("s-key-models"), text(t, "#s-key-models-rule"); got != "INPUT" || !strings.Contains(rule, "narrows account's gpt-4o-mini") {
+			t.Errorf("models on the key: <%s> rule %q, want an input that narrows the account's list", got, rule)
+		}
+		if n := js(t, `String(document.querySelectorAll('#settings-key tbody tr').length)`); n != js(t, `String(document.querySelectorAll('#settings-key tbody .rule').length)`) {
+			t.Errorf("not every field states its layer rule (%s rows)", n)
 		}
 		run(t, chromedp.SendKeys(chromedp.ID("s-key-models"), "no-such-model"), chromedp.Click(chromedp.ID("save-key")),
 			chromedp.WaitVisible(chromedp.CSS(`#settings-msg-key [role=alert]`)))

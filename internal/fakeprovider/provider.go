@@ -197,7 +197,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.serveModel(w, r)
 	default:
-		p.simpleError(w, http.StatusNotFound)
+		p.notFound(w, r)
 	}
 }
 
@@ -220,6 +220,21 @@ func (p *Provider) simpleError(w http.ResponseWriter, status int) {
 	if status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
 		e.code, e.message = "", http.StatusText(status)
 	}
+	rid := "req_fake0"
+	setRequestID(w, rid)
+	_ = writeError(w, p.dialect, e, rid, 0) // a failed write only means the caller left
+}
+
+// notFound answers a path the provider does not serve as the real APIs do: OpenAI's
+// `Invalid URL (POST /wrong/v1/chat/completions)` of type invalid_request_error with a null
+// code and param, Anthropic's not_found_error. A deployment with a wrong base path meets it.
+func (p *Provider) notFound(w http.ResponseWriter, r *http.Request) {
+	if p.dialect == catalog.Anthropic {
+		p.simpleError(w, http.StatusNotFound)
+		return
+	}
+	e := apiError{status: http.StatusNotFound, typ: "invalid_request_error",
+		message: "Invalid URL (" + r.Method + " " + r.URL.Path + ")"}
 	rid := "req_fake0"
 	setRequestID(w, rid)
 	_ = writeError(w, p.dialect, e, rid, 0) // a failed write only means the caller left

@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	openaiopt "github.com/openai/openai-go/v3/option"
 
+	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
 
@@ -138,4 +139,39 @@ func TestHangsNeverPauseTheDeployment(t *testing.T) {
 		_, mb := icGet(t, g.URL, "/metrics")
 		return strings.Contains(string(mb), want+"\n")
 	})
+}
+
+// TestHangThenFailureOpensTheDeployment: issue 25 item 2, seed 000 ("counts on the deployment's
+// circuit and on a second circuit for that model at that deployment"): one stream hang of
+// model-a at d, then one 500 of model-b at d, is a mixed run of two: d's deployment circuit
+// opens, so the next model-a request goes straight to e without calling d, and model-b (served
+// only by d) is refused at once with the health 503.
+func TestHangThenFailureOpensTheDeployment(t *testing.T) {
+	t.Parallel()
+	g := startGateway(t, icHangYAML, oa("d"), oa("e"))
+	d := g.Fakes["d"]
+	d.Script(fakeprovider.Behavior{Kind: fakeprovider.KindHang}, fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500})
+
+	resp, _ := icCall(t, g.URL, catalog.OpenAI, "model-a", true)
+	icServed(t, g, resp, "e", 2)
+	resp, b := icPost(t, g.URL, icPath(catalog.OpenAI), icBody(catalog.OpenAI, "model-b", false))
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("model-b: %d %s, want the 502 of d's 500", resp.StatusCode, b)
+	}
+	if d.Hits() != 2 {
+		t.Fatalf("d hits %d, want 2", d.Hits())
+	}
+	resp, _ = icCall(t, g.URL, catalog.OpenAI, "model-a", true)
+	icServed(t, g, resp, "e", 1)
+	resp, b = icPost(t, g.URL, icPath(catalog.OpenAI), icBody(catalog.OpenAI, "model-b", false))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("X-Switchyard-Limit-Kind") != "health" {
+		t.Fatalf("model-b with d open: %d %s, want 503 health", resp.StatusCode, b)
+	}
+	if d.Hits() != 2 {
+		t.Fatalf("d called while its circuit is open: hits %d", d.Hits())
+	}
+	_, mb := icGet(t, g.URL, "/metrics")
+	if line := `switchyard_circuit_state{deployment="d",model="",scope="deployment"} 1`; !strings.Contains(string(mb), line+"\n") {
+		t.Errorf("/metrics lacks %s", line)
+	}
 }

@@ -37,9 +37,13 @@ import (
 //   - 429 (including a TPM "Request too large" 429, still a limit on the gateway's account):
 //     upstream_rate_limited
 //   - 401, 402, 403 (the gateway's own credentials): upstream_auth
-//   - 404 with code model_not_found or DeploymentNotFound, or with no JSON error (a misrouted
-//     URL): upstream_error; a 404 with another JSON error (an unknown file or response id the
-//     caller named) falls through to invalid_request
+//   - 404 that names a part of the caller's request (a param, or a code ending in _not_found
+//     other than model_not_found: previous_response_not_found) falls through to invalid_request;
+//     every other 404 is the deployment's and upstream_error (fails over, counts on the
+//     circuit): model_not_found, Azure's DeploymentNotFound or "Resource not found", a body
+//     without a JSON error, and OpenAI's own answer to a wrong base path, `Invalid URL (POST
+//     /wrong/v1/chat/completions)` of type invalid_request_error with no code (seed 003: "HTTP
+//     404, 408, and 5xx advance")
 //   - 413: request_too_large; 408, 504: upstream_timeout
 //   - any other 4xx: invalid_request; 5xx and anything else: upstream_error
 func NormalizeError(status int, header func(name string) string, body []byte) error {
@@ -287,12 +291,17 @@ var errRules = [...]errRule{
 	}},
 	{failure.UpstreamRateLimited, func(f *errFields) bool { return f.status == 429 }},
 	{failure.UpstreamAuth, func(f *errFields) bool { return f.status == 401 || f.status == 402 || f.status == 403 }},
-	{failure.UpstreamError, func(f *errFields) bool {
-		return f.status == 404 && (!f.hasJSON || f.code == "model_not_found" || f.code == "DeploymentNotFound")
-	}},
+	{failure.UpstreamError, func(f *errFields) bool { return f.status == 404 && !namesCallerPart(f) }},
 	{failure.RequestTooLarge, func(f *errFields) bool { return f.status == 413 }},
 	{failure.UpstreamTimeout, func(f *errFields) bool { return f.status == 408 || f.status == 504 }},
 	{failure.InvalidRequest, func(f *errFields) bool { return f.status >= 400 && f.status < 500 }},
+}
+
+// namesCallerPart reports whether a 404 names something the caller's request carried: a param
+// (previous_response_id), or a code ending in _not_found other than the model's. Such a 404 is
+// the caller's; any other 404 (a wrong path, an unknown model or deployment) is the deployment's.
+func namesCallerPart(f *errFields) bool {
+	return f.param != "" || (strings.HasSuffix(f.code, "_not_found") && f.code != "model_not_found")
 }
 
 // errPolicyCodes are the provider codes that mean the input or output was refused under a content

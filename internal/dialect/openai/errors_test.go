@@ -33,6 +33,7 @@ const (
 	bodyBadKey        = `{"error":{"message":"Incorrect API key provided: sk-proj-SECRETKEY1234567890abcdef. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 	bodyRegion        = `{"error":{"message":"Country, region, or territory not supported","type":"request_forbidden","param":null,"code":"unsupported_country_region_territory"}}`
 	bodyUnsupported   = `{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`
+	bodyInvalidURL    = `{"error":{"message":"Invalid URL (POST /wrong/v1/chat/completions)","type":"invalid_request_error","param":null,"code":null}}`
 	bodyPrevResponse  = `{"error":{"message":"Previous response with id 'resp_abc123def456' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}`
 	bodyServer        = `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`
 	bodyHTML502       = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n"
@@ -125,6 +126,8 @@ func TestNormalizeError(t *testing.T) {
 		{name: "content policy before 5xx", status: 500, body: bodyAzureFilter, class: failure.ContentPolicy},
 		{name: "model_not_found fails over", status: 404, body: bodyModelNotFound, class: failure.UpstreamError},
 		{name: "404 without JSON is a misrouted URL", status: 404, body: "404 page not found", class: failure.UpstreamError},
+		{name: "404 invalid URL is the deployment's wrong base path", status: 404, body: bodyInvalidURL, class: failure.UpstreamError},
+		{name: "azure 404 resource not found", status: 404, body: `{"error":{"code":"404","message":"Resource not found"}}`, class: failure.UpstreamError},
 		{name: "404 naming the caller's id", status: 404, body: bodyPrevResponse, class: failure.InvalidRequest,
 			param: "previous_response_id", code: "previous_response_not_found"},
 		{name: "401 gateway key", status: 401, body: bodyBadKey, class: failure.UpstreamAuth},
@@ -212,6 +215,8 @@ func TestNormalizeErrorFailover(t *testing.T) {
 		{429, bodyRateTPM, true},
 		{401, bodyBadKey, true},
 		{404, bodyModelNotFound, true},
+		{404, bodyInvalidURL, true},
+		{404, bodyPrevResponse, false},
 		{500, bodyServer, true},
 		{502, bodyHTML502, true},
 	}

@@ -330,46 +330,66 @@
   const UPPER = { account: [], workspace: ['account'], key: ['account', 'workspace'] };
   const get = (o, path) => path.split('.').reduce((v, k) => (v === null || v === undefined) ? undefined : v[k], o);
 
-  // settingsForm edits one layer's own settings. own: the layer's stored settings; upper:
-  // for each field the upper layer that fixed it ("" when none), from the effective settings.
+  // settingsForm edits one layer's own settings. own: the layer's stored settings; effective:
+  // the key's effective settings (null on the account); upperOwn: [[layer, settings]] of the
+  // layers above, most general first. Every field states its layer rule (docs/layers.md), decided
+  // by its axis: a preference always has a control (the most specific layer wins, so this layer
+  // may override what is above); a constraint can only narrow, so a tier_scope an upper layer
+  // fixed (official or value: nothing else is left to choose) is shown as its value, not a
+  // control; the constraint lists keep an input to narrow further; limits all apply together.
   function settingsForm(layer, id, own, effective, upperOwn) {
     const idp = `s-${layer}-`;
     const msg = h('div', { id: `settings-msg-${layer}`, 'aria-live': 'polite' });
     const rows = [];
+    const uppers = (upperOwn || []).filter(([ln]) => UPPER[layer].includes(ln));
     for (const f of FIELDS) {
       if (f.only && f.only !== layer) continue;
       const cur = get(own, f.name);
       const eff = effective ? effective[f.name.split('.')[0]] : undefined;
-      let fixedAbove = '';
-      if (f.axis === 'pref') {
-        if (eff && UPPER[layer].includes(eff.fixed_by)) fixedAbove = eff.fixed_by;
-        else if (!eff && upperOwn) for (const [ln, s] of upperOwn) if (get(s, f.name) !== undefined) fixedAbove = ln;
+      // setAbove: the upper layers that set the field, with their values, most general first.
+      const setAbove = uppers.map(([ln, st]) => [ln, get(st, f.name)]).filter(([, v]) => v !== undefined && v !== null && !(Array.isArray(v) && !v.length));
+      let fixedAbove = '', fixedValue;
+      if (f.name === 'tier_scope') {
+        const by = eff ? [].concat(eff.fixed_by).filter((ln) => UPPER[layer].includes(ln)) : setAbove.filter(([, v]) => v !== 'all').map(([ln]) => ln);
+        if (by.length) { fixedAbove = by.join(', '); fixedValue = eff ? eff.value : setAbove.find(([, v]) => v !== 'all')[1]; }
+      }
+      let rule;
+      const cid = idp + f.name.replace('.', '-');
+      const nearest = setAbove.length ? setAbove[setAbove.length - 1] : null;
+      if (fixedAbove) rule = `a lower layer can only narrow: fixed by ${fixedAbove}`;
+      else if (f.axis === 'pref') {
+        rule = nearest ? (cur === undefined ? `inherits ${fmtVal(nearest[1])} from ${nearest[0]}; a value here overrides it` : `overrides ${nearest[0]}'s ${fmtVal(nearest[1])}`)
+          : (layer === 'account' ? 'overrides the gateway default' : 'unset above; a value here applies to this ' + layer);
+      } else if (f.axis === 'constraint') {
+        rule = setAbove.length ? 'narrows ' + setAbove.map(([ln, v]) => `${ln}'s ${fmtVal(v)}`).join(' and ') + '; it cannot widen them' : 'a lower layer can only narrow it';
+      } else {
+        rule = setAbove.length ? 'enforced together with ' + setAbove.map(([ln, v]) => `${ln}'s ${fmtVal(v)}`).join(' and ') : 'each layer\'s own limit is enforced';
       }
       let control;
-      const cid = idp + f.name.replace('.', '-');
       if (fixedAbove) {
-        const v = eff ? eff.value : get(upperOwn.find(([ln]) => ln === fixedAbove)[1], f.name);
-        control = h('span', { class: 'fixed', id: cid, 'data-fixed-by': fixedAbove }, `${fmtVal(v)} — fixed by ${fixedAbove}`);
+        control = h('span', { class: 'fixed', id: cid, 'data-fixed-by': fixedAbove }, `${fmtVal(fixedValue)} — fixed by ${fixedAbove}`);
       } else if (f.type === 'select' || f.type === 'bool') {
         const opts = f.type === 'bool' ? ['true', 'false'] : f.options;
-        control = h('select', { id: cid, name: f.name, 'data-orig': cur === undefined ? '' : String(cur) },
-          h('option', { value: '' }, '(unset)'), opts.map((o) => h('option', { value: o, selected: String(cur) === o }, o)));
+        control = h('select', { id: cid, name: f.name, 'data-orig': cur === undefined ? '' : String(cur), 'aria-describedby': cid + '-rule' },
+          h('option', { value: '' }, nearest && f.axis === 'pref' ? `(inherit: ${fmtVal(nearest[1])})` : '(unset)'), opts.map((o) => h('option', { value: o, selected: String(cur) === o }, o)));
       } else {
         const v = cur === undefined ? '' : (Array.isArray(cur) ? cur.join(', ') : String(cur));
         control = h('input', { id: cid, name: f.name, value: v, 'data-orig': v, inputmode: f.type === 'int' || f.type === 'decimal' ? 'decimal' : null,
-          placeholder: f.type === 'list' ? 'comma-separated' : null });
+          placeholder: f.type === 'list' ? 'comma-separated' : null, 'aria-describedby': cid + '-rule' });
       }
+      const ruleEl = h('span', { class: 'muted rule', id: cid + '-rule' }, rule);
       let effCell = '';
       if (eff && f.axis === 'limit') { // every layer's own limit is enforced: list them
         const sub = f.name.split('.')[1];
         effCell = Object.entries(eff.value || {}).filter(([, l]) => l && l[sub] !== undefined && l[sub] !== null)
           .map(([ln, l]) => `${ln}: ${l[sub]}`).join(', ') || '—';
       } else if (eff) effCell = fmtVal(eff.value);
-      rows.push({ f, control, cid, fixedAbove, eff, effCell });
+      rows.push({ f, control, cid, fixedAbove, eff, effCell, ruleEl });
     }
     const cols = [
       { label: 'Field', cell: (r) => fixedAboveLabel(r) },
       { label: `This ${layer}`, cell: (r) => r.control },
+      { label: 'Layer rule', cell: (r) => r.ruleEl },
     ];
     if (effective) {
       cols.push({ label: 'Effective', cell: (r) => r.effCell },
@@ -513,8 +533,12 @@
       h('dl', { class: 'kv' }, kv('Id', h('span', { class: 'mono' }, k.id)), kv('Prefix', h('span', { class: 'mono' }, 'sk-sy-' + k.prefix + '…')),
         kv('Workspace', k.workspace_id || '—'), kv('State', h('span', { id: 'key-state' }, k.revoked_at ? 'revoked ' + fmtTime(k.revoked_at) : 'active')), kv('Created', fmtTime(k.created_at))));
     if (effErr) put(box, errorBox(effErr));
-    put(box, h('h3', {}, 'Settings by layer'), h('p', { class: 'muted' }, 'A preference set on the account or the workspace is fixed there: change it on that layer.'),
-      settingsForm('key', k.id, k.settings || {}, eff, [['account', a.settings || {}]]));
+    let ws = null;
+    if (k.workspace_id) try { ws = await api('GET', 'workspaces/' + encodeURIComponent(k.workspace_id)); } catch (e) { put(box, errorBox(e)); }
+    const upper = [['account', a.settings || {}]];
+    if (ws) upper.push(['workspace', ws.settings || {}]);
+    put(box, h('h3', {}, 'Settings by layer'), h('p', { class: 'muted' }, 'A preference set on this key overrides the account\'s and the workspace\'s; a constraint can only narrow theirs; every layer\'s limits apply together.'),
+      settingsForm('key', k.id, k.settings || {}, eff, upper));
     if (!k.revoked_at) {
       const confirmBtn = h('button', { type: 'button', class: 'danger', id: 'revoke-confirm', hidden: true }, 'Yes, revoke ' + k.name);
       const rmsg = h('div', { 'aria-live': 'polite' });
