@@ -42,7 +42,7 @@ func testOverview(t *testing.T, st audit.Store) {
 		rec("r3", t0.Add(2*time.Minute+time.Second), "m-b", "d-2", "k-2", "acct-2", "rate_limited", 429, 0, 0, 0, 5, nil, false),
 		rec("r4", t0.Add(61*time.Minute), "m-a", "d-2", "k-2", "acct-1", "", 200, 0.030, 300, 30, 1000, ms(400), false),
 		rec("r5", t0.Add(62*time.Minute), "m-b", "", "", "", "upstream_error", 502, 0, 0, 0, 3000, nil, true),
-		rec("old", t0.Add(-time.Minute), "m-a", "d-1", "k-1", "acct-1", "", 200, 5, 5000, 500, 1, nil, false),  // before the window
+		rec("old", t0.Add(-time.Minute), "m-a", "d-1", "k-1", "acct-1", "", 200, 5, 5000, 500, 1, nil, false), // before the window
 		rec("late", t0.Add(2*time.Hour), "m-a", "d-1", "k-1", "acct-1", "", 200, 5, 5000, 500, 1, nil, false), // at its end
 	}
 	// r2 first written with other values, then replaced: only the replacement counts.
