@@ -140,6 +140,7 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/v1/stats/deployments", a.statsDeployments)
 	mux.HandleFunc("GET /admin/v1/requests", a.listRequests)
 	mux.HandleFunc("GET /admin/v1/requests/{id}", a.getRequest)
+	mux.HandleFunc("GET /admin/v1/overview", a.overview)
 	mux.HandleFunc("POST /admin/v1/accounts", a.createAccount)
 	mux.HandleFunc("GET /admin/v1/accounts/{id}", a.getAccount)
 	mux.HandleFunc("PATCH /admin/v1/accounts/{id}", a.patchAccount)

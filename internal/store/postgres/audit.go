@@ -27,17 +27,21 @@ var (
 const (
 	upsertRequests = `INSERT INTO requests
     (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms, admission_events, attempts_json,
-     key_id)
-    SELECT rid, account, model, surface, status, ec, stream, created, duration, events::jsonb, attempts::jsonb, kid
+     key_id, cost_usd, input_tokens, output_tokens, deployment, ttft_ms)
+    SELECT rid, account, model, surface, status, ec, stream, created, duration, events::jsonb, attempts::jsonb, kid,
+        cost, tin, tout, dep, ttft
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-        $7::boolean[], $8::bigint[], $9::float8[], $10::text[], $11::text[], $12::text[])
-        AS t(rid, account, model, surface, status, ec, stream, created, duration, events, attempts, kid)
+        $7::boolean[], $8::bigint[], $9::float8[], $10::text[], $11::text[], $12::text[],
+        $13::float8[], $14::bigint[], $15::bigint[], $16::text[], $17::float8[])
+        AS t(rid, account, model, surface, status, ec, stream, created, duration, events, attempts, kid,
+            cost, tin, tout, dep, ttft)
     ON CONFLICT (request_id) DO UPDATE SET
         account = EXCLUDED.account, model = EXCLUDED.model, surface = EXCLUDED.surface,
         status = EXCLUDED.status, error_code = EXCLUDED.error_code, stream = EXCLUDED.stream,
         created_at = EXCLUDED.created_at, duration_ms = EXCLUDED.duration_ms,
         admission_events = EXCLUDED.admission_events, attempts_json = EXCLUDED.attempts_json,
-        key_id = EXCLUDED.key_id`
+        key_id = EXCLUDED.key_id, cost_usd = EXCLUDED.cost_usd, input_tokens = EXCLUDED.input_tokens,
+        output_tokens = EXCLUDED.output_tokens, deployment = EXCLUDED.deployment, ttft_ms = EXCLUDED.ttft_ms`
 	// One statement, so one snapshot: a concurrent replace is seen whole or not at all. The
 	// attempts_v1 rows are those of a record written before migration 0010 (attempts_json
 	// NULL).
@@ -82,7 +86,8 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	}
 	// One statement is its own transaction.
 	if _, err := db.db.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
-		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events, rq.attempts, rq.keyID); err != nil {
+		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events, rq.attempts, rq.keyID,
+		rq.cost, rq.tokensIn, rq.tokensOut, rq.deployment, rq.ttft); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	return nil
@@ -126,6 +131,11 @@ type requestCols struct {
 	events                                 []string // admission events, JSON
 	attempts                               []string // auditjson
 	keyID                                  []string // the calling key (migration 0011)
+	// The overview's summary (migration 0014, audit.Summarize).
+	cost                []float64
+	ttft                []pgtype.Float8 // NULL: no first output
+	tokensIn, tokensOut []int64
+	deployment          []string
 }
 
 func (c *requestCols) grow(n int) {
@@ -135,6 +145,8 @@ func (c *requestCols) grow(n int) {
 	c.created, c.duration = make([]pgtype.Int8, 0, n), make([]float64, 0, n)
 	c.events, c.attempts = make([]string, 0, n), make([]string, 0, n)
 	c.keyID = make([]string, 0, n)
+	c.cost, c.ttft, c.deployment = make([]float64, 0, n), make([]pgtype.Float8, 0, n), make([]string, 0, n)
+	c.tokensIn, c.tokensOut = make([]int64, 0, n), make([]int64, 0, n)
 }
 
 func (c *requestCols) add(r *audit.Record, events, attempts string) {
@@ -150,6 +162,13 @@ func (c *requestCols) add(r *audit.Record, events, attempts string) {
 	c.events = append(c.events, events)
 	c.attempts = append(c.attempts, attempts)
 	c.keyID = append(c.keyID, r.KeyID)
+	sum := audit.Summarize(r)
+	var ttft pgtype.Float8
+	if sum.TTFTMS != nil {
+		ttft = pgtype.Float8{Float64: *sum.TTFTMS, Valid: true}
+	}
+	c.cost, c.ttft, c.deployment = append(c.cost, sum.CostUSD), append(c.ttft, ttft), append(c.deployment, sum.Deployment)
+	c.tokensIn, c.tokensOut = append(c.tokensIn, sum.InputTokens), append(c.tokensOut, sum.OutputTokens)
 }
 
 // Record returns the stored record for requestID, its attempts in order, or an error wrapping
@@ -293,4 +312,9 @@ func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (in
 func (db *DB) ListRecords(ctx context.Context, f audit.Filter, after audit.Position, limit int) ([]*audit.Record, error) {
 	q, args := auditsql.ListQuery(f, after, limit, true)
 	return auditsql.List(ctx, db.db, q, args, db.Record)
+}
+
+// Overview implements audit.Overviewer (auditsql.Overview).
+func (db *DB) Overview(ctx context.Context, q audit.OverviewQuery) (*audit.Overview, error) {
+	return auditsql.Overview(ctx, db.db, q, true)
 }

@@ -23,15 +23,16 @@ const (
 	// requestColumns are written by every batch; attempts_json is the compact form of the
 	// attempts (auditjson, migration 0010).
 	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
-     admission_events, attempts_json, key_id`
-	requestParams = 12 // placeholders per requests row
+     admission_events, attempts_json, key_id, cost_usd, input_tokens, output_tokens, deployment, ttft_ms`
+	requestParams = 17 // placeholders per requests row
 	// upsertSuffix replaces a stored record of the same id, attempts included: a later row of
 	// one statement replaces an earlier one with its id, so the last record of an id wins.
 	upsertSuffix = ` ON CONFLICT (request_id) DO UPDATE SET account = excluded.account, model = excluded.model,
     surface = excluded.surface, status = excluded.status, error_code = excluded.error_code,
     stream = excluded.stream, created_at = excluded.created_at, duration_ms = excluded.duration_ms,
     admission_events = excluded.admission_events, attempts_json = excluded.attempts_json,
-    key_id = excluded.key_id`
+    key_id = excluded.key_id, cost_usd = excluded.cost_usd, input_tokens = excluded.input_tokens,
+    output_tokens = excluded.output_tokens, deployment = excluded.deployment, ttft_ms = excluded.ttft_ms`
 
 	selectRequest = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms,
     admission_events, attempts_json, key_id FROM requests WHERE request_id = ?`
@@ -198,8 +199,14 @@ func (w *batchWriter) exec(ctx context.Context, st *sql.Stmt, chunk []*audit.Rec
 	w.args = w.args[:0]
 	for i, r := range chunk {
 		e := w.ends[3*i:]
+		sum := audit.Summarize(r)
+		var ttft any
+		if sum.TTFTMS != nil {
+			ttft = *sum.TTFTMS
+		}
 		w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
-			r.Stream, nanos(r.CreatedAt), r.DurationMS, all[e[0]:e[1]], all[e[1]:e[2]], r.KeyID)
+			r.Stream, nanos(r.CreatedAt), r.DurationMS, all[e[0]:e[1]], all[e[1]:e[2]], r.KeyID,
+			sum.CostUSD, sum.InputTokens, sum.OutputTokens, sum.Deployment, ttft)
 	}
 	_, err := st.ExecContext(ctx, w.args...)
 	clear(w.args)
@@ -362,4 +369,9 @@ func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (in
 func (db *DB) ListRecords(ctx context.Context, f audit.Filter, after audit.Position, limit int) ([]*audit.Record, error) {
 	q, args := auditsql.ListQuery(f, after, limit, false)
 	return auditsql.List(ctx, db.rdb, q, args, db.Record)
+}
+
+// Overview implements audit.Overviewer (auditsql.Overview).
+func (db *DB) Overview(ctx context.Context, q audit.OverviewQuery) (*audit.Overview, error) {
+	return auditsql.Overview(ctx, db.rdb, q, false)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/switchyard-gw/switchyard/internal/store/auditjson"
 	"maps"
 	"reflect"
 	"slices"
@@ -114,7 +115,7 @@ func TestPartialIndexMigration(t *testing.T) {
 		}
 		before = append(before, m)
 	}
-	if len(before) != 11 || before[len(before)-1].Name != "audit_lists" {
+	if len(before) == 0 || before[len(before)-1].Name != "audit_lists" {
 		t.Fatalf("migrations before 0012: %d of %d", len(before), len(ms))
 	}
 	old, err := sql.Open("sqlite", dsn(path, busyTimeout, dsnParams+writerParams))
@@ -132,16 +133,15 @@ func TestPartialIndexMigration(t *testing.T) {
 		r.CreatedAt = base.Add(time.Duration(i) * time.Minute)
 		recs = append(recs, r)
 	}
-	// The 0011 writer's statement, with the rows as it bound them.
-	w := new(batchWriter)
-	st, err := old.PrepareContext(ctx, multiRowInsert("requests", requestColumns, requestParams, len(recs), upsertSuffix))
-	if err != nil {
-		t.Fatal(err)
+	// The 0011 writer's columns, with the rows as it bound them (0014 added the summary).
+	for _, r := range recs {
+		if _, err := old.ExecContext(ctx, `INSERT INTO requests (request_id, account, model, surface, status, error_code,
+			stream, created_at, duration_ms, admission_events, attempts_json, key_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+			r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode, r.Stream, nanos(r.CreatedAt), r.DurationMS,
+			string(r.AdmissionEvents.AppendJSON(nil)), string(auditjson.Append(nil, r.Attempts)), r.KeyID); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := w.exec(ctx, st, recs); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
 	old.Close()
 
 	db := open(t, url)
@@ -150,6 +150,8 @@ func TestPartialIndexMigration(t *testing.T) {
 			t.Errorf("record %s after the upgrade: %+v, %v", r.RequestID, got, err)
 		}
 	}
+	// 0014 summed the records written before it for the overview.
+	storetest.CheckOverviewBackfill(t, db, recs)
 	for _, tc := range []struct {
 		f    audit.Filter
 		want []string
@@ -187,7 +189,7 @@ func TestPartialIndexMigration(t *testing.T) {
 	}
 	rows.Close()
 	want := map[string]bool{"sqlite_autoindex_requests_1": false, "requests_created": false,
-		"requests_account_created": true, "requests_key_created": true}
+		"requests_account_created": true, "requests_key_created": true, "requests_overview": true}
 	if !maps.Equal(partial, want) {
 		t.Errorf("indexes of requests (name: partial): %v, want %v", partial, want)
 	}

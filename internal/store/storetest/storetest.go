@@ -82,6 +82,7 @@ func Run(t *testing.T, open Open) {
 		{"PruneWhileWriting", testPruneWhileWriting},
 		{"ListPaging", testAuditListPaging},
 		{"ListFilters", testAuditListFilters},
+		{"Overview", testOverview},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, open(t)) })
