@@ -500,6 +500,7 @@ func appendAnthropicError(dst []byte, typ, msg, code string) []byte {
 // malformed message ends the body with an error, which the relay classifies upstream_error.
 type bedrockSSE struct {
 	rc      io.ReadCloser
+	in      countingReader // rc, counted: an EOF inside a message is a cut, not the end
 	dec     *eventstream.Decoder
 	payload []byte // reused by the decoder
 	scratch []byte // reused for the decoded chunk
@@ -509,7 +510,21 @@ type bedrockSSE struct {
 }
 
 func newBedrockSSE(rc io.ReadCloser) *bedrockSSE {
-	return &bedrockSSE{rc: rc, dec: eventstream.NewDecoder()}
+	s := &bedrockSSE{rc: rc, dec: eventstream.NewDecoder()}
+	s.in.r = rc
+	return s
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // errBedrockFrame is returned for an event-stream message that is not what Bedrock sends.
@@ -521,10 +536,14 @@ func (s *bedrockSSE) Read(p []byte) (int, error) {
 			return 0, s.err
 		}
 		s.out, s.off = s.out[:0], 0
-		msg, err := s.dec.Decode(s.rc, s.payload[:0])
+		start := s.in.n
+		msg, err := s.dec.Decode(&s.in, s.payload[:0])
 		if err != nil {
-			if errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				err = io.EOF
+			switch {
+			case errors.Is(err, io.EOF) && s.in.n == start:
+				err = io.EOF // the stream ended between messages
+			case errors.Is(err, io.EOF):
+				err = io.ErrUnexpectedEOF // inside a message
 			}
 			s.err = err
 			continue

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
@@ -403,5 +405,66 @@ func TestBedrockCredentialRefresh(t *testing.T) {
 	now = now.Add(3 * time.Hour)
 	if cr, _ := c.get(t.Context()); cr.AccessKeyID != "AKID3" || p.fetches.Load() != 3 {
 		t.Fatalf("expired: %s, %d fetches", cr.AccessKeyID, p.fetches.Load())
+	}
+}
+
+// bedrockFrames encodes event-stream messages: chunks of the Anthropic events given, then
+// extra.
+func bedrockFrames(t *testing.T, events []string, extra ...eventstream.Message) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := eventstream.NewEncoder()
+	for _, ev := range events {
+		payload := `{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(ev)) + `","p":"abc"}`
+		if err := enc.Encode(&buf, eventstream.Message{Headers: eventstream.Headers{
+			{Name: ":event-type", Value: eventstream.StringValue("chunk")},
+			{Name: ":message-type", Value: eventstream.StringValue("event")},
+		}, Payload: []byte(payload)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range extra {
+		if err := enc.Encode(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func TestBedrockSSEReader(t *testing.T) {
+	events := []string{`{"type":"message_start","message":{"usage":{"input_tokens":3}}}`,
+		`{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":3}}`}
+	whole := bedrockFrames(t, events)
+	out, err := io.ReadAll(newBedrockSSE(io.NopCloser(bytes.NewReader(whole))))
+	want := "event: message_start\ndata: " + events[0] + "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	if err != nil || string(out) != want {
+		t.Fatalf("%q, %v", out, err)
+	}
+	// A body cut inside a message is an unexpected EOF, not the end of the stream.
+	_, err = io.ReadAll(newBedrockSSE(io.NopCloser(bytes.NewReader(whole[:len(whole)-7]))))
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("cut: %v", err)
+	}
+	// An error message (:message-type error) becomes an Anthropic error event.
+	errMsg := eventstream.Message{Headers: eventstream.Headers{
+		{Name: ":message-type", Value: eventstream.StringValue("error")},
+		{Name: ":error-code", Value: eventstream.StringValue("ThrottlingException")},
+		{Name: ":error-message", Value: eventstream.StringValue("slow down")},
+	}}
+	out, err = io.ReadAll(newBedrockSSE(io.NopCloser(bytes.NewReader(bedrockFrames(t, nil, errMsg)))))
+	data, _ := strings.CutPrefix(strings.TrimSuffix(string(out), "\n\n"), "event: error\ndata: ")
+	if err != nil || failure.From(anthropic.NormalizeStreamError([]byte(data))).Class != failure.UpstreamRateLimited {
+		t.Fatalf("%q, %v", out, err)
+	}
+	// Events that would break the SSE framing or are not Bedrock's end the body with an error.
+	for _, bad := range [][]byte{
+		bedrockFrames(t, []string{`{"type":"message_start\nevent: x"}`}),
+		bedrockFrames(t, []string{`not json`}),
+		bedrockFrames(t, nil, eventstream.Message{Headers: eventstream.Headers{{Name: ":message-type", Value: eventstream.StringValue("other")}}}),
+		[]byte("data: {\"this is\": \"SSE, not an event stream\"}\n\n"),
+	} {
+		if _, err := io.ReadAll(newBedrockSSE(io.NopCloser(bytes.NewReader(bad)))); err == nil || errors.Is(err, io.EOF) {
+			t.Fatalf("%q read without error (%v)", bad, err)
+		}
 	}
 }
