@@ -39,7 +39,7 @@ commands:
   import         convert a LiteLLM config (import litellm config.yaml > switchyard.yaml)
   reload         make a running gateway re-read its configuration (--pid-file FILE or --pid PID)
   route          print the plan of a model (--model ID [--config FILE] [--key NAME] [--json])
-  fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic)
+  fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic, or --platform vertex|azure)
   version        print the version (also --version)
 
 Without --config, serve, check and route read ./switchyard.yaml if present, else the built-in
@@ -524,12 +524,19 @@ func reload(srv *server.Server, read func() (*config.Config, *catalog.Catalog, e
 }
 
 func cmdFakeProvider(ctx context.Context, args []string) error {
-	fs := newFlags("fake-provider", "fake-provider [--addr ADDR] [--dialect openai|anthropic]",
-		"Runs the scriptable emulated provider (docs/fake-provider.md).")
+	fs := newFlags("fake-provider", "fake-provider [--addr ADDR] [--dialect openai|anthropic] [--platform vertex|azure [--credentials-file PATH]]",
+		"Runs the scriptable emulated provider (docs/fake-provider.md), or a platform's emulator (docs/platforms.md).")
 	addr := fs.String("addr", "127.0.0.1:9001", "listen address")
 	d := fs.String("dialect", "openai", "openai or anthropic")
+	platform := fs.String("platform", "", "emulate a platform instead: vertex (Claude on Vertex AI) or azure (Azure OpenAI)")
+	saFile := fs.String("credentials-file", "", "vertex: where to write the emulator's service-account file (default: in the temporary directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *platform != "" {
+		return fakeprovider.ListenAndServePlatform(ctx, *addr, *platform, *saFile, func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, f+"\n", a...)
+		})
 	}
 	if *d != string(catalog.OpenAI) && *d != string(catalog.Anthropic) {
 		return fmt.Errorf("--dialect must be openai or anthropic, not %q", *d)
