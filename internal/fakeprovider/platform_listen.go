@@ -46,4 +46,3 @@ func ListenAndServePlatform(ctx context.Context, addr, platform, credentialsFile
 	logf("listening on %s", ln.Addr())
 	return Serve(ctx, ln, h)
 }
-
