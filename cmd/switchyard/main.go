@@ -39,7 +39,7 @@ commands:
   import         convert a LiteLLM config (import litellm config.yaml > switchyard.yaml)
   reload         make a running gateway re-read its configuration (--pid-file FILE or --pid PID)
   route          print the plan of a model (--model ID [--config FILE] [--key NAME] [--json])
-  fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic [--platform bedrock])
+  fake-provider  run the scriptable emulated provider (--addr ADDR --dialect openai|anthropic, or --platform bedrock|vertex|azure)
   version        print the version (also --version)
 
 Without --config, serve, check and route read ./switchyard.yaml if present, else the built-in
@@ -556,26 +556,32 @@ func reload(srv *server.Server, read func() (*config.Config, *catalog.Catalog, e
 }
 
 func cmdFakeProvider(ctx context.Context, args []string) error {
-	fs := newFlags("fake-provider", "fake-provider [--addr ADDR] [--dialect openai|anthropic] [--platform bedrock]",
+	fs := newFlags("fake-provider", "fake-provider [--addr ADDR] [--dialect openai|anthropic] [--platform bedrock|vertex|azure [--credentials-file PATH]]",
 		"Runs the scriptable emulated provider (docs/fake-provider.md), or a cloud platform's emulator in front of it (docs/platforms.md).")
 	addr := fs.String("addr", "127.0.0.1:9001", "listen address")
 	d := fs.String("dialect", "openai", "openai or anthropic")
-	platform := fs.String("platform", "", "bedrock: emulate Amazon Bedrock (Claude, SigV4 or a Bedrock API key)")
+	platform := fs.String("platform", "", "emulate a platform instead: bedrock (Claude on Amazon Bedrock, SigV4 or a Bedrock API key), vertex (Claude on Vertex AI) or azure (Azure OpenAI)")
 	awsRegion := fs.String("aws-region", "us-east-1", "bedrock: the region signatures must be scoped to")
 	awsKeyID := fs.String("aws-access-key-id", "AKIDSWITCHYARDFAKE01", "bedrock: the access key id whose signatures verify")
 	awsSecret := fs.String("aws-secret-access-key", "switchyard-fake-secret", "bedrock: the secret access key of --aws-access-key-id")
 	bedrockKey := fs.String("bedrock-api-key", "", "bedrock: a Bedrock API key accepted as a bearer token (empty: none)")
+	saFile := fs.String("credentials-file", "", "vertex: where to write the emulator's service-account file (default: in the temporary directory)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *platform == "bedrock" {
+	switch *platform {
+	case "":
+	case "bedrock":
 		cfg := fakeprovider.BedrockConfig{Region: *awsRegion, AccessKeyID: *awsKeyID, SecretAccessKey: *awsSecret, APIKey: *bedrockKey}
 		return fakeprovider.ListenAndServeBedrock(ctx, *addr, cfg, func(f string, a ...any) {
 			fmt.Fprintf(os.Stderr, f+" (Bedrock, region %s, access key id %s)\n", append(a, cfg.Region, cfg.AccessKeyID)...)
 		})
-	}
-	if *platform != "" {
-		return fmt.Errorf("--platform must be bedrock, not %q", *platform)
+	case "vertex", "azure":
+		return fakeprovider.ListenAndServePlatform(ctx, *addr, *platform, *saFile, func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, f+"\n", a...)
+		})
+	default:
+		return fmt.Errorf("--platform must be bedrock, vertex or azure, not %q", *platform)
 	}
 	if *d != string(catalog.OpenAI) && *d != string(catalog.Anthropic) {
 		return fmt.Errorf("--dialect must be openai or anthropic, not %q", *d)

@@ -612,5 +612,5 @@ func ListenAndServeBedrock(ctx context.Context, addr string, cfg BedrockConfig, 
 	if logf != nil {
 		logf("listening on %s", ln.Addr())
 	}
-	return serveHandler(ctx, ln, NewBedrock(New("fake-bedrock", catalog.Anthropic), cfg))
+	return Serve(ctx, ln, NewBedrock(New("fake-bedrock", catalog.Anthropic), cfg))
 }

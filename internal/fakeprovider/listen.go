@@ -33,16 +33,12 @@ func ListenAndServe(ctx context.Context, addr string, d catalog.Dialect, logf fu
 	return Serve(ctx, ln, New("fake-"+string(d), d))
 }
 
-// Serve serves p on ln until ctx ends, then shuts down: every request context derives from ctx,
+// Serve serves h on ln until ctx ends, then shuts down: every request context derives from ctx,
 // so hangs and delays end at once, and answers still being written get up to 5 s. It closes ln
 // and returns nil after a shutdown caused by ctx, or the error that stopped serving. It is what
-// `switchyard demo` uses to run its in-process providers on loopback listeners.
-func Serve(ctx context.Context, ln net.Listener, p *Provider) error {
-	return serveHandler(ctx, ln, p)
-}
-
-// serveHandler is Serve for any handler (a platform emulator in front of a Provider).
-func serveHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
+// `switchyard demo` uses to run its in-process providers on loopback listeners; h is a
+// *Provider or a platform emulator (*Vertex, *Azure).
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

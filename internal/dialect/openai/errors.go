@@ -32,8 +32,10 @@ import (
 // Rules, first match wins (content policy precedes every status rule, R-FAIL-6):
 //   - code content_policy_violation, content_filter (Azure, type null) or another policy code,
 //     or Azure innererror.code ResponsibleAIPolicyViolation: content_policy
-//   - code context_length_exceeded or a message with "maximum context length": context_overflow
-//   - type or code insufficient_quota (the gateway's provider balance): upstream_auth
+//   - code context_length_exceeded, or a message with "maximum context length" or Gemini's
+//     "exceeds the maximum number of tokens allowed": context_overflow
+//   - type or code insufficient_quota (the gateway's provider balance), or Gemini's 400 "API key
+//     not valid" (the gateway's key): upstream_auth
 //   - 429 (including a TPM "Request too large" 429, still a limit on the gateway's account):
 //     upstream_rate_limited
 //   - 401, 402, 403 (the gateway's own credentials): upstream_auth
@@ -172,15 +174,30 @@ func normalizeErr(status int, header func(string) string, body []byte, now func(
 	return &n.fe
 }
 
-// readErrFields extracts the error object of body: {"error":{...}} (OpenAI, Azure), a top-level
-// {"type","code","message"} (Responses stream errors, some compatible servers) or
-// {"error":"text"}. Anything else leaves every field empty.
+// readErrFields extracts the error object of body: {"error":{...}} (OpenAI, Azure, Google), a
+// top-level {"type","code","message"} (Responses stream errors, some compatible servers),
+// {"error":"text"}, or the first element of a JSON array of these (Google). Anything else
+// leaves every field empty.
 func readErrFields(status int, body []byte) errFields {
 	f := errFields{status: status}
-	if !isJSONObjectStart(body) || dialect.TooDeep(body) { // too deep: read as not JSON
+	if dialect.TooDeep(body) { // too deep: read as not JSON
 		return f
 	}
-	s := string(body) // one copy; every field below is a view into it
+	var s string
+	switch {
+	case isJSONObjectStart(body):
+		s = string(body) // one copy; every field below is a view into it
+	case isJSONArrayStart(body):
+		// Google's APIs (Gemini's OpenAI-compatible endpoint among them) can answer a
+		// one-element array of their {"error":{"code","message","status"}} object.
+		if first := gjson.GetBytes(body, "0"); first.IsObject() {
+			s = first.Raw
+		} else {
+			return f
+		}
+	default:
+		return f
+	}
 	e := gjson.Get(s, "error")
 	switch {
 	case e.IsObject():
@@ -264,6 +281,17 @@ func callerParam(s string) string {
 	return s
 }
 
+func isJSONArrayStart(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '['
+	}
+	return false
+}
+
 func isJSONObjectStart(b []byte) bool {
 	for _, c := range b {
 		switch c {
@@ -284,10 +312,12 @@ type errRule struct {
 var errRules = [...]errRule{
 	{failure.ContentPolicy, isErrContentPolicy}, // R-FAIL-6: before every status rule
 	{failure.ContextOverflow, func(f *errFields) bool {
-		return f.code == "context_length_exceeded" || errContainsFold(f.msg, "maximum context length")
+		return f.code == "context_length_exceeded" || errContainsFold(f.msg, "maximum context length") ||
+			errContainsFold(f.msg, "exceeds the maximum number of tokens allowed") // Gemini
 	}},
 	{failure.UpstreamAuth, func(f *errFields) bool {
-		return f.typ == "insufficient_quota" || f.code == "insufficient_quota"
+		return f.typ == "insufficient_quota" || f.code == "insufficient_quota" ||
+			errContainsFold(f.msg, "api key not valid") // Gemini answers a bad key with a 400
 	}},
 	{failure.UpstreamRateLimited, func(f *errFields) bool { return f.status == 429 }},
 	{failure.UpstreamAuth, func(f *errFields) bool { return f.status == 401 || f.status == 402 || f.status == 403 }},
