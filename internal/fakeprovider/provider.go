@@ -374,7 +374,8 @@ func (p *Provider) invalidBody(readErr error, path string) *apiError {
 }
 
 // missingField is the 400 for a body without the fields the real API requires: model and
-// messages, and max_tokens on Anthropic. It returns nil when none is missing.
+// messages, and max_tokens on Anthropic; or with a field over the real API's limits
+// (limitError). It returns nil when none is missing and every field fits.
 func (p *Provider) missingField(path string, body []byte) *apiError {
 	required := []string{"model", "messages"}
 	switch {
@@ -403,7 +404,7 @@ func (p *Provider) missingField(path string, body []byte) *apiError {
 		}
 		return &e
 	}
-	return nil
+	return limitError(p.dialect, path, body) // the real APIs' field limits (limits.go)
 }
 
 // reportClosed sends req on the Closed channel unless it is full.
