@@ -122,6 +122,9 @@ type Behavior struct {
 	// SplitWrites flushes each stream frame in two halves, split mid-line, so that events
 	// straddle the caller's reads.
 	SplitWrites bool
+	// HostedToolCall (Responses API only) puts a completed web_search_call output item, a call
+	// of a tool the provider runs itself, before the answer.
+	HostedToolCall bool
 }
 
 // behaviorJSON is the wire form of Behavior in the control API: snake_case names and a Go
@@ -143,6 +146,7 @@ type behaviorJSON struct {
 	CachedTokens      int    `json:"cached_tokens,omitempty"`
 	KeepAlive         bool   `json:"keep_alive,omitempty"`
 	SplitWrites       bool   `json:"split_writes,omitempty"`
+	HostedToolCall    bool   `json:"hosted_tool_call,omitempty"`
 }
 
 // MarshalJSON encodes b in the control API form: snake_case field names, zero fields omitted,
@@ -153,7 +157,7 @@ func (b Behavior) MarshalJSON() ([]byte, error) {
 		Message: b.Message, RetryAfter: b.RetryAfter, After: b.After, Text: b.Text,
 		Deltas: b.Deltas, ToolCall: b.ToolCall, ParallelToolCalls: b.ParallelToolCalls,
 		BigArgumentBytes: b.BigArgumentBytes, CachedTokens: b.CachedTokens,
-		KeepAlive: b.KeepAlive, SplitWrites: b.SplitWrites,
+		KeepAlive: b.KeepAlive, SplitWrites: b.SplitWrites, HostedToolCall: b.HostedToolCall,
 	}
 	if b.Delay != 0 {
 		j.Delay = b.Delay.String()
@@ -182,7 +186,7 @@ func (b *Behavior) UnmarshalJSON(data []byte) error {
 		Message: j.Message, RetryAfter: j.RetryAfter, After: j.After, Delay: d, Text: j.Text,
 		Deltas: j.Deltas, ToolCall: j.ToolCall, ParallelToolCalls: j.ParallelToolCalls,
 		BigArgumentBytes: j.BigArgumentBytes, CachedTokens: j.CachedTokens,
-		KeepAlive: j.KeepAlive, SplitWrites: j.SplitWrites,
+		KeepAlive: j.KeepAlive, SplitWrites: j.SplitWrites, HostedToolCall: j.HostedToolCall,
 	}
 	if err := nb.Validate(); err != nil {
 		return err

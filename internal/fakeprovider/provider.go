@@ -206,7 +206,7 @@ func (p *Provider) isModelPath(path string) bool {
 	if p.dialect == catalog.Anthropic {
 		return path == "/v1/messages" || path == countTokensPath
 	}
-	return path == "/v1/chat/completions" || path == "/chat/completions" || isEmbeddingsPath(path) || isImagesPath(path)
+	return path == "/v1/chat/completions" || path == "/chat/completions" || isResponsesPath(path) || isEmbeddingsPath(path) || isImagesPath(path)
 }
 
 // countTokensPath is Anthropic's token-count endpoint; the embeddings endpoints are OpenAI's.
@@ -381,7 +381,7 @@ func (p *Provider) missingField(path string, body []byte) *apiError {
 	switch {
 	case isImagesPath(path):
 		required = []string{"prompt"}
-	case isEmbeddingsPath(path):
+	case isEmbeddingsPath(path), isResponsesPath(path):
 		required = []string{"model", "input"}
 	case p.dialect == catalog.Anthropic && path != countTokensPath:
 		required = append(required, "max_tokens")
