@@ -45,7 +45,10 @@ type Part struct {
 	// describe the call.
 	ToolCallID string
 	ToolName   string
-	Arguments  string
+	// Namespace is the Responses namespace of a tool call's function (ToolName is its name
+	// inside it); empty for a plain function. Fit flattens it for the upstream.
+	Namespace string
+	Arguments string
 	// ArgumentsParam is where the caller sent Arguments, in the caller's dialect
 	// ("messages[1].tool_calls[0].function.arguments", "input[2].arguments"): an encoder that
 	// refuses the arguments (an Anthropic tool_use needs a JSON object nested at most MaxDepth
@@ -76,14 +79,18 @@ type Tool struct {
 	// "bash_20250124"): encoders of a dialect that cannot run it refuse the request with
 	// invalid_request rather than drop it (wire.md §5.7).
 	Type string
+	// Namespace is the Responses `namespace` tool this function belongs to (Name is its name
+	// inside the namespace); empty for a top-level function. Fit flattens it.
+	Namespace string
 }
 
 // ToolChoice says whether and which tool the model must call.
 type ToolChoice struct {
 	// Mode is "" (unset: the dialect's default), "auto", "none", "required" (any tool) or "tool".
 	Mode string
-	// Name is the tool to call when Mode is "tool".
-	Name string
+	// Name is the tool to call when Mode is "tool"; Namespace its Responses namespace, if any.
+	Name      string
+	Namespace string
 	// DisableParallel asks for at most one tool call (OpenAI parallel_tool_calls: false).
 	DisableParallel bool
 }
@@ -173,11 +180,14 @@ const (
 // as the provider escaped it (both dialects carry text as JSON strings, so encoders copy it
 // without unescaping); it and Raw alias the provider's frame and are valid until the next frame.
 type Event struct {
-	Type         EventType
-	Text         []byte
-	Raw          []byte
-	ID           string
-	Name         string
+	Type EventType
+	Text []byte
+	Raw  []byte
+	ID   string
+	Name string
+	// Namespace is, on EventToolCall, the caller's Responses namespace of the called function
+	// (set by the relay from Fit's aliases); empty otherwise.
+	Namespace    string
 	ToolIndex    int // 0-based index of the tool call in this response (not a content-block index)
 	Stop         StopReason
 	StopSequence string

@@ -29,6 +29,9 @@ type answer struct {
 	// only), included in promptTokens.
 	cacheWrite, cacheWrite1h int
 	includeUsage             bool // OpenAI stream_options.include_usage
+	// hosted puts a completed web_search_call item before the answer (Responses API only,
+	// Behavior.HostedToolCall).
+	hosted bool
 }
 
 // scriptUsage replaces a's reported usage with u (Behavior.Usage).
@@ -42,9 +45,10 @@ func (a *answer) scriptUsage(u *ScriptedUsage) {
 
 // toolCall is one tool call of an answer.
 type toolCall struct {
-	id, name string
-	args     string   // the complete arguments, valid JSON
-	pieces   []string // args split into deltas; concatenated they give args
+	id, name  string
+	namespace string   // the Responses namespace of the called function, when it had one
+	args      string   // the complete arguments, valid JSON
+	pieces    []string // args split into deltas; concatenated they give args
 }
 
 // deltaCount is the number of content deltas of the answer: text pieces, or argument fragments
@@ -81,6 +85,7 @@ func buildAnswer(d catalog.Dialect, name string, seq int64, created int64, body 
 		a.id = "chatcmpl-fake" + s
 	}
 	a.cachedTokens = min(b.CachedTokens, a.promptTokens)
+	a.hosted = b.HostedToolCall
 	deltas := b.Deltas
 	if deltas <= 0 {
 		deltas = defaultDeltas
@@ -102,7 +107,7 @@ func buildAnswer(d catalog.Dialect, name string, seq int64, created int64, body 
 		if len(tools) > 0 {
 			t = tools[i%len(tools)]
 		}
-		c := toolCall{id: callPrefix + strconv.Itoa(i), name: t.name}
+		c := toolCall{id: callPrefix + strconv.Itoa(i), name: t.name, namespace: t.namespace}
 		if b.BigArgumentBytes > 0 {
 			c.args = bigArguments(t.schema, b.BigArgumentBytes)
 			c.pieces = []string{c.args}
@@ -143,8 +148,9 @@ func split(s string, n int) []string {
 
 // tool is one tool declared in the request.
 type tool struct {
-	name   string
-	schema gjson.Result // JSON schema of the arguments; may not exist
+	name      string
+	namespace string       // a Responses namespace tool's name, for its functions
+	schema    gjson.Result // JSON schema of the arguments; may not exist
 }
 
 // requestTools lists the request's tools in order: OpenAI tools[].function{name,parameters} (or
@@ -158,6 +164,17 @@ func requestTools(d catalog.Dialect, body []byte) []tool {
 			t = tool{name: v.Get("name").String(), schema: v.Get("input_schema")}
 		case v.Get("function").Exists():
 			t = tool{name: v.Get("function.name").String(), schema: v.Get("function.parameters")}
+		case v.Get("type").Str == "namespace": // Responses: its functions, in order
+			ns := v.Get("name").Str
+			v.Get("tools").ForEach(func(_, f gjson.Result) bool {
+				if f.Get("type").Str == "function" && f.Get("name").Str != "" {
+					out = append(out, tool{name: f.Get("name").Str, namespace: ns, schema: f.Get("parameters")})
+				}
+				return true
+			})
+			return true
+		case v.Get("type").Str != "" && v.Get("type").Str != "function":
+			return true // a hosted or custom tool: not called as a function
 		default:
 			t = tool{name: v.Get("name").String(), schema: v.Get("parameters")}
 		}

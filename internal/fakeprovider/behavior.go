@@ -129,6 +129,9 @@ type Behavior struct {
 	// SplitWrites flushes each stream frame in two halves, split mid-line, so that events
 	// straddle the caller's reads.
 	SplitWrites bool
+	// HostedToolCall (Responses API only) puts a completed web_search_call output item, a call
+	// of a tool the provider runs itself, before the answer.
+	HostedToolCall bool
 }
 
 // behaviorJSON is the wire form of Behavior in the control API: snake_case names and a Go
@@ -151,6 +154,7 @@ type behaviorJSON struct {
 	Usage             *ScriptedUsage `json:"usage,omitempty"`
 	KeepAlive         bool           `json:"keep_alive,omitempty"`
 	SplitWrites       bool           `json:"split_writes,omitempty"`
+	HostedToolCall    bool           `json:"hosted_tool_call,omitempty"`
 }
 
 // MarshalJSON encodes b in the control API form: snake_case field names, zero fields omitted,
@@ -161,7 +165,7 @@ func (b Behavior) MarshalJSON() ([]byte, error) {
 		Message: b.Message, RetryAfter: b.RetryAfter, After: b.After, Text: b.Text,
 		Deltas: b.Deltas, ToolCall: b.ToolCall, ParallelToolCalls: b.ParallelToolCalls,
 		BigArgumentBytes: b.BigArgumentBytes, CachedTokens: b.CachedTokens, Usage: b.Usage,
-		KeepAlive: b.KeepAlive, SplitWrites: b.SplitWrites,
+		KeepAlive: b.KeepAlive, SplitWrites: b.SplitWrites, HostedToolCall: b.HostedToolCall,
 	}
 	if b.Delay != 0 {
 		j.Delay = b.Delay.String()
@@ -190,7 +194,7 @@ func (b *Behavior) UnmarshalJSON(data []byte) error {
 		Message: j.Message, RetryAfter: j.RetryAfter, After: j.After, Delay: d, Text: j.Text,
 		Deltas: j.Deltas, ToolCall: j.ToolCall, ParallelToolCalls: j.ParallelToolCalls,
 		BigArgumentBytes: j.BigArgumentBytes, CachedTokens: j.CachedTokens, Usage: j.Usage,
-		KeepAlive: j.KeepAlive, SplitWrites: j.SplitWrites,
+		KeepAlive: j.KeepAlive, SplitWrites: j.SplitWrites, HostedToolCall: j.HostedToolCall,
 	}
 	if err := nb.Validate(); err != nil {
 		return err

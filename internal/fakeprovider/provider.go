@@ -206,7 +206,7 @@ func (p *Provider) isModelPath(path string) bool {
 	if p.dialect == catalog.Anthropic {
 		return path == "/v1/messages" || path == countTokensPath
 	}
-	return path == "/v1/chat/completions" || path == "/chat/completions" || isEmbeddingsPath(path) || isImagesPath(path)
+	return path == "/v1/chat/completions" || path == "/chat/completions" || isResponsesPath(path) || isEmbeddingsPath(path) || isImagesPath(path)
 }
 
 // countTokensPath is Anthropic's token-count endpoint; the embeddings endpoints are OpenAI's.
@@ -389,13 +389,14 @@ func (p *Provider) invalidBody(readErr error, path string) *apiError {
 }
 
 // missingField is the 400 for a body without the fields the real API requires: model and
-// messages, and max_tokens on Anthropic. It returns nil when none is missing.
+// messages, and max_tokens on Anthropic; or with a field over the real API's limits
+// (limitError). It returns nil when none is missing and every field fits.
 func (p *Provider) missingField(path string, body []byte) *apiError {
 	required := []string{"model", "messages"}
 	switch {
 	case isImagesPath(path):
 		required = []string{"prompt"}
-	case isEmbeddingsPath(path):
+	case isEmbeddingsPath(path), isResponsesPath(path):
 		required = []string{"model", "input"}
 	case p.dialect == catalog.Anthropic && path != countTokensPath:
 		required = append(required, "max_tokens")
@@ -418,7 +419,7 @@ func (p *Provider) missingField(path string, body []byte) *apiError {
 		}
 		return &e
 	}
-	return nil
+	return limitError(p.dialect, path, body) // the real APIs' field limits (limits.go)
 }
 
 // reportClosed sends req on the Closed channel unless it is full.

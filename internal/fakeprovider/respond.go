@@ -137,6 +137,8 @@ func (p *Provider) nonStream(w http.ResponseWriter, r *http.Request, a *answer, 
 	if b.Kind != KindGarbage {
 		if p.dialect == catalog.Anthropic {
 			body = anthropicMessage(a)
+		} else if isResponsesPath(r.URL.Path) {
+			body = responsesBody(a)
 		} else {
 			body = openAICompletion(a)
 		}
@@ -170,9 +172,13 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, a *answer, b B
 		return sw.frame([]byte(garbageLine))
 	}
 	var fs frames
-	if p.dialect == catalog.Anthropic {
+	responses := p.dialect == catalog.OpenAI && isResponsesPath(r.URL.Path)
+	switch {
+	case p.dialect == catalog.Anthropic:
 		fs = anthropicFrames(a)
-	} else {
+	case responses:
+		fs = responsesFrames(a)
+	default:
 		fs = openAIFrames(a)
 	}
 	limit := -1
@@ -202,6 +208,9 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, a *answer, b B
 	e = e.override(p.dialect, b)
 	if p.dialect == catalog.Anthropic {
 		return sw.frame(anthropicStreamError(e, rid))
+	}
+	if responses {
+		return sw.frame(responsesStreamError(e))
 	}
 	return sw.frame(openAIStreamError(e))
 }

@@ -45,8 +45,9 @@ type Codec interface {
 	isOpenAI() bool
 }
 
-// ResponsesCodec is the codec of the OpenAI Responses surface: every deployment serves it
-// through translation (R-DIALECT-1..2), so only the caller-facing half is implemented.
+// ResponsesCodec is the codec of the OpenAI Responses surface: the caller-facing half, the
+// translation to any deployment (R-DIALECT-1..2), and the pass-through scan of a deployment
+// that serves the Responses API itself (responses_passthrough.go).
 func ResponsesCodec() Codec { return responsesCodec{} }
 
 type responsesCodec struct{ openaiCodec }

@@ -275,6 +275,8 @@ type attemptRun struct {
 	// up is the deployment's dialect codec; cross says it differs from the caller's.
 	up    Codec
 	cross bool
+	// pass says a Responses request passes through to a deployment serving the Responses API.
+	pass bool
 	// model is the resolution of the candidate's model (the request's or a fallback's); echo is
 	// the model id echoed to the caller and in x-switchyard-model.
 	model *catalog.Resolution
@@ -333,7 +335,10 @@ chain:
 			c := &mp.Candidates[i]
 			dep := c.Route.Deployment
 			up := CodecFor(dep.Dialect)
-			cross := dep.Dialect != req.Surface
+			// A Responses request reaches a deployment that serves the Responses API as it came
+			// (pass-through, responses_passthrough.go); every other deployment translates it.
+			pass := req.Surface == catalog.Responses && rl.passesResponses(dep)
+			cross := dep.Dialect != req.Surface && !pass
 			upName := mres.UpstreamModel(c.Route)
 			// The body comes first: a request that cannot be carried to this dialect skips the
 			// candidate before any circuit or attempt is spent on it.
@@ -347,6 +352,8 @@ chain:
 					}
 					continue
 				}
+			} else if pass {
+				sc.body = appendResponsesBody(sc.body[:0], req, upName, capOut)
 			} else if capOut > 0 && dep.Dialect != catalog.Anthropic && !hasOutputCap(req.Body) {
 				sc.out = req.Codec.AppendUpstreamBody(sc.out[:0], req.Body, &req.Info, upName)
 				sc.body = appendOutputCap(sc.body[:0], sc.out, capOut)
@@ -378,7 +385,7 @@ chain:
 			a.Price, a.BillingSource = snapshotOf(price, price.Rates(0)), source
 			routeContext(a, c, mp)
 			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1], price: price,
-				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, model: mres, echo: echo}
+				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, pass: pass, model: mres, echo: echo}
 			err = rl.attempt(ctx, &run)
 			run.a.EndedAt = time.Now()
 			rl.observe(run.a, err)
@@ -513,7 +520,11 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	r.upName = r.a.UpstreamModel
 	r.headers = headers
 	stream := r.req.Info.Stream
-	call, err := client.SendTyped(ctx, r.req.Protocol, r.sc.body, r.req.ContentType, stream, r.req.AnthropicBeta)
+	op := r.req.Protocol
+	if r.pass {
+		op = upstream.OpResponses
+	}
+	call, err := client.SendTyped(ctx, op, r.sc.body, r.req.ContentType, stream, r.req.AnthropicBeta)
 	if err != nil {
 		return err
 	}
@@ -587,6 +598,9 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.echo)
 		if r.req.FinishReasons && err == nil {
 			r.a.FinishReason = responseFinishReason(r.up, b)
+			if r.pass {
+				r.a.FinishReason = dialect.InternFinishReason(gjson.GetBytes(b, "status").Str)
+			}
 		}
 	}
 	if err == nil {

@@ -20,6 +20,9 @@ type translation struct {
 	decErr  error
 	base    int // len(req.Dropped) after decoding: what the caller's decoder itself dropped
 	events  []dialect.Event
+	// aliases map the tool names the running attempt sent upstream back to the caller's names
+	// and namespaces (dialect.Fit); nil when none was renamed.
+	aliases []dialect.ToolAlias
 	// stop is the stop reason of the last translated non-stream response (rewriteResponse).
 	stop dialect.StopReason
 
@@ -33,6 +36,7 @@ type translation struct {
 func (t *translation) reset() {
 	t.decoded, t.req, t.decErr, t.base = false, nil, nil, 0
 	t.events = t.events[:0]
+	t.aliases = nil
 }
 
 // appendBody builds the upstream body for a candidate of the other dialect: the caller's
@@ -69,6 +73,21 @@ func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamMod
 		cp.MaxTokens = capOut
 		r = &cp
 	}
+	// The target's field limits (docs/translation.md "Target field limits"): hosted tools out,
+	// names, ids and the end-user id fitted; each change listed under the caller's name.
+	lim := dialect.AnthropicLimits
+	if up.isOpenAI() {
+		lim = dialect.OpenAILimits
+	}
+	fr, aliases, ch, err := dialect.Fit(r, lim)
+	if err != nil {
+		return dst, nil, err
+	}
+	t.aliases = aliases
+	if fr != r {
+		fr.Dropped = append(fr.Dropped[:len(fr.Dropped):len(fr.Dropped)], fitChanges(req.Surface, ch)...)
+		r = fr
+	}
 	out, err := up.AppendRequest(dst, r, upstreamModel, maxOut)
 	var dropped []string
 	if len(r.Dropped) > 0 {
@@ -77,6 +96,42 @@ func (t *translation) appendBody(dst []byte, req *Request, up Codec, upstreamMod
 		dropped = slices.Compact(dropped)
 	}
 	return out, dropped, err
+}
+
+// fitChanges names what dialect.Fit changed, under the caller's field names, for the audit's
+// dropped_params: "NAME:hashed", "NAME:clamped", "tools.name:renamed" and the dropped hosted
+// tools ("tools.web_search", "tools.custom:apply_patch").
+func fitChanges(surface catalog.Dialect, ch dialect.Changes) []string {
+	var names []string
+	if ch.UserHashed {
+		if surface == catalog.Anthropic {
+			names = append(names, "metadata.user_id:hashed")
+		} else {
+			names = append(names, "safety_identifier:hashed")
+		}
+	}
+	if ch.StopClamped {
+		if surface == catalog.Anthropic {
+			names = append(names, "stop_sequences:clamped")
+		} else {
+			names = append(names, "stop:clamped")
+		}
+	}
+	if ch.ToolsRenamed {
+		names = append(names, "tools.name:renamed")
+	}
+	if ch.CallIDs {
+		names = append(names, "tool_call_id:hashed")
+	}
+	return append(names, ch.DroppedTools...)
+}
+
+// unalias gives a tool call of the running attempt the caller's name and namespace back.
+func (t *translation) unalias(name string) (string, string) {
+	if len(t.aliases) == 0 {
+		return name, ""
+	}
+	return dialect.Unalias(t.aliases, name)
 }
 
 // reasoningParams names the caller's reasoning parameters that r carries, in the caller's
@@ -123,6 +178,8 @@ func (t *translation) scanFrame(dst []byte, ev sse.Event, up, caller Codec, st *
 			}
 		}
 		switch e.Type {
+		case dialect.EventToolCall:
+			e.Name, e.Namespace = t.unalias(e.Name)
 		case dialect.EventUsage: // the latest report wins; it commits nothing on its own
 			st.Usage, st.UsageSeen = e.Usage, true
 		case dialect.EventFinish:
@@ -143,5 +200,12 @@ func (t *translation) rewriteResponse(dst, body []byte, up, caller Codec, reques
 		return dst, dialect.Usage{}, false, err
 	}
 	t.stop = resp.Stop
+	if len(t.aliases) > 0 {
+		for i := range resp.Parts {
+			if p := &resp.Parts[i]; p.Type == dialect.PartToolCall {
+				p.ToolName, p.Namespace = t.unalias(p.ToolName)
+			}
+		}
+	}
 	return caller.AppendResponse(dst, resp, requestedModel, requestID), resp.Usage, resp.UsageSeen, nil
 }

@@ -69,7 +69,7 @@ type Client struct {
 	// tmpl holds, per operation, the method and parsed URL shared by every attempt (never
 	// mutated); nil when the deployment's dialect has no such endpoint or its URL does not parse
 	// (configuration validation prevents that).
-	tmpl      [catalog.NumProtocols]*http.Request
+	tmpl      [OpResponses + 1]*http.Request
 	deadlines Deadlines
 	// adapter carries the attempts to a platform that hosts the dialect (Bedrock, Vertex,
 	// Azure); nil for the dialect's own API, which tmpl and the dialect's headers serve.
@@ -116,6 +116,9 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 		if u := EndpointOf(dep, op); u != "" {
 			c.tmpl[op], _ = http.NewRequest(http.MethodPost, u, nil)
 		}
+	}
+	if u := responsesEndpoint(dep); u != "" && c.adapter == nil {
+		c.tmpl[OpResponses], _ = http.NewRequest(http.MethodPost, u, nil)
 	}
 	if dep.APIKey != "" {
 		if dep.Dialect == catalog.Anthropic {

@@ -82,7 +82,9 @@ var refused = [...]struct{ name, msg string }{
 //   - instructions -> System[0]; max_output_tokens -> MaxTokens; temperature, top_p,
 //     reasoning.effort, parallel_tool_calls (false -> DisableParallel), stream, prompt_cache_key;
 //     safety_identifier (else user) -> User; text.format json_schema -> ResponseFormat.
-//   - tools: flat function tools {type:"function", name, description, parameters, strict}.
+//   - tools: function tools {type:"function", name, description, parameters, strict}, flat or
+//     in a namespace tool (Tool.Namespace); every other tool (hosted or custom) is kept by type
+//     for dialect.Fit to drop.
 //
 // Parameters the canonical form cannot carry (store, include, truncation, metadata,
 // text.verbosity, reasoning.summary, text.format json_object, input_image detail, ...) are listed
@@ -91,8 +93,7 @@ var refused = [...]struct{ name, msg string }{
 // Errors: a *failure.Error of class invalid_request whose Param names the offending field, for a
 // body that is not a JSON object, a missing model or input, a field of the wrong type,
 // previous_response_id, conversation, background:true or prompt (they need provider-side state),
-// a hosted tool (web_search, file_search, mcp, ...) or a tool_choice naming one, an allowed_tools
-// tool_choice, an input item other than those above (item_reference, hosted tool calls), a
+// an allowed_tools tool_choice, an input item other than those above (item_reference, hosted tool calls), a
 // file_id reference, audio input, or a non-PDF file.
 func DecodeRequest(body []byte) (*dialect.Request, error) {
 	if err := dialect.CheckRequestJSON(body); err != nil {
@@ -250,8 +251,12 @@ func decodeText(v gjson.Result, r *dialect.Request) error {
 	return failure.Invalid("text.format.type", "unsupported text.format type")
 }
 
-// decodeTools reads the flat function tools; every other tool type is hosted by the provider
-// (web_search, file_search, mcp, code_interpreter, ...) or free-form (custom) and is refused.
+// decodeTools reads the function tools, flat or grouped in a `namespace` tool ({type:
+// "namespace", name, description, tools: [function tools]}: each function keeps its namespace
+// in Tool.Namespace, and dialect.Fit flattens it). Every other tool type is run by the provider
+// (web_search, file_search, code_interpreter, image_generation, computer_use, local_shell, mcp,
+// ...) or is free-form (custom): it is kept with its Type, so that dialect.Fit drops it and lists
+// it in the audit, and refuses a tool_choice that names it.
 func decodeTools(v gjson.Result, r *dialect.Request) error {
 	if v.Type == gjson.Null {
 		return nil
@@ -268,37 +273,82 @@ func decodeTools(v gjson.Result, r *dialect.Request) error {
 			err = failure.Invalid(p, "a tool must be an object")
 			return false
 		}
-		if t.Get("type").Str != "function" {
-			err = failure.Invalid(p+".type", "only function tools are supported: hosted and custom tools need the provider's own Responses API")
-			return false
-		}
-		name := t.Get("name")
-		if name.Type != gjson.String || name.Str == "" {
-			err = failure.Invalid(p+".name", "a function tool needs a name")
-			return false
-		}
-		tool := dialect.Tool{Name: name.Str}
-		if tool.Description, err = dialect.StringField(t.Get("description"), p+".description"); err != nil {
-			return false
-		}
-		if ps := t.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
-			if !ps.IsObject() {
-				err = failure.Invalid(p+".parameters", "parameters must be a JSON schema object")
+		switch typ := t.Get("type"); typ.Str {
+		case "function":
+			err = decodeFunction(t, p, "", r)
+		case "namespace":
+			ns := t.Get("name")
+			if ns.Type != gjson.String || ns.Str == "" {
+				err = failure.Invalid(p+".name", "a namespace tool needs a name")
 				return false
 			}
-			tool.Parameters = json.RawMessage(ps.Raw)
-		}
-		if s := t.Get("strict"); s.Exists() && s.Type != gjson.Null {
-			var b bool
-			if b, err = dialect.BoolField(s, p+".strict"); err != nil {
+			inner := t.Get("tools")
+			if !inner.IsArray() {
+				err = failure.Invalid(p+".tools", "a namespace tool needs an array of tools")
 				return false
 			}
-			tool.Strict = &b
+			j := -1
+			inner.ForEach(func(_, f gjson.Result) bool {
+				j++
+				q := p + ".tools[" + strconv.Itoa(j) + "]"
+				if !f.IsObject() {
+					err = failure.Invalid(q, "a tool must be an object")
+					return false
+				}
+				if f.Get("type").Str != "function" {
+					r.Tools = append(r.Tools, dialect.Tool{Type: hostedType(f.Get("type").Str), Name: ns.Str + "." + f.Get("name").Str})
+					return true
+				}
+				err = decodeFunction(f, q, ns.Str, r)
+				return err == nil
+			})
+		default:
+			if typ.Type != gjson.String || typ.Str == "" {
+				err = failure.Invalid(p+".type", "a tool needs a type")
+				return false
+			}
+			name := t.Get("name").Str // a custom tool's name; hosted tools have none
+			r.Tools = append(r.Tools, dialect.Tool{Type: typ.Str, Name: name})
 		}
-		r.Tools = append(r.Tools, tool)
-		return true
+		return err == nil
 	})
 	return err
+}
+
+// hostedType is the Type of a tool that is not a function ("custom" when the type is missing).
+func hostedType(typ string) string {
+	if typ == "" {
+		return "custom"
+	}
+	return typ
+}
+
+// decodeFunction reads one function tool at param p, in namespace ns ("" when top-level).
+func decodeFunction(t gjson.Result, p, ns string, r *dialect.Request) error {
+	name := t.Get("name")
+	if name.Type != gjson.String || name.Str == "" {
+		return failure.Invalid(p+".name", "a function tool needs a name")
+	}
+	tool := dialect.Tool{Name: name.Str, Namespace: ns}
+	var err error
+	if tool.Description, err = dialect.StringField(t.Get("description"), p+".description"); err != nil {
+		return err
+	}
+	if ps := t.Get("parameters"); ps.Exists() && ps.Type != gjson.Null {
+		if !ps.IsObject() {
+			return failure.Invalid(p+".parameters", "parameters must be a JSON schema object")
+		}
+		tool.Parameters = json.RawMessage(ps.Raw)
+	}
+	if s := t.Get("strict"); s.Exists() && s.Type != gjson.Null {
+		var b bool
+		if b, err = dialect.BoolField(s, p+".strict"); err != nil {
+			return err
+		}
+		tool.Strict = &b
+	}
+	r.Tools = append(r.Tools, tool)
+	return nil
 }
 
 func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
@@ -313,17 +363,24 @@ func decodeToolChoice(v gjson.Result, tc *dialect.ToolChoice) error {
 		}
 		return failure.Invalid("tool_choice", "tool_choice must be auto, none, required or a function")
 	case v.IsObject():
-		switch v.Get("type").Str {
+		switch typ := v.Get("type").Str; typ {
 		case "function":
 			if n := v.Get("name"); n.Type == gjson.String && n.Str != "" {
-				tc.Mode, tc.Name = "tool", n.Str
+				tc.Mode, tc.Name, tc.Namespace = "tool", n.Str, v.Get("namespace").Str
 				return nil
 			}
 			return failure.Invalid("tool_choice.name", "tool_choice needs a function name")
 		case "allowed_tools":
 			return failure.Invalid("tool_choice.type", "an allowed_tools tool_choice cannot be translated for this model")
+		case "":
+			return failure.Invalid("tool_choice.type", "tool_choice needs a type")
+		default: // a hosted or custom tool: dialect.Fit refuses it, naming it
+			tc.Mode, tc.Name = "hosted", typ
+			if n := v.Get("name"); n.Type == gjson.String && n.Str != "" {
+				tc.Name = n.Str
+			}
+			return nil
 		}
-		return failure.Invalid("tool_choice.type", "tool_choice may name function tools only")
 	}
 	return failure.Invalid("tool_choice", "tool_choice is not a valid tool choice")
 }

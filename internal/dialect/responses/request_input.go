@@ -73,7 +73,8 @@ func (st *inputState) item(it gjson.Result, p string) error {
 			return failure.Invalid(p+".arguments", "arguments must be a JSON string")
 		}
 		st.appendTo(lastAssistant, dialect.RoleAssistant, dialect.Part{Type: dialect.PartToolCall,
-			ToolCallID: id.Str, ToolName: name.Str, Arguments: argsOrEmpty(args.Str), ArgumentsParam: p + ".arguments"})
+			ToolCallID: id.Str, ToolName: name.Str, Namespace: it.Get("namespace").Str,
+			Arguments: argsOrEmpty(args.Str), ArgumentsParam: p + ".arguments"})
 	case "function_call_output":
 		id := it.Get("call_id")
 		if id.Type != gjson.String || id.Str == "" {

@@ -108,8 +108,7 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
-// TestDecodeRequestRefusals: what needs provider-side state, hosted tools and untranslatable
-// inputs are a typed 400 naming the field, never silently dropped (wire.md §2.1, §5.7).
+// TestDecodeRequestRefusals: what needs provider-side state and untranslatable inputs are a typed 400 naming the field, never silently dropped (wire.md §2.1, §5.7).
 func TestDecodeRequestRefusals(t *testing.T) {
 	for _, c := range []struct{ name, body, param string }{
 		{"not json", `{`, ""},
@@ -121,10 +120,7 @@ func TestDecodeRequestRefusals(t *testing.T) {
 		{"conversation", `{"model":"m","input":"x","conversation":"conv_1"}`, "conversation"},
 		{"background", `{"model":"m","input":"x","background":true}`, "background"},
 		{"prompt", `{"model":"m","input":"x","prompt":{"id":"pmpt_1"}}`, "prompt"},
-		{"hosted tool", `{"model":"m","input":"x","tools":[{"type":"web_search"}]}`, "tools[0].type"},
-		{"mcp tool", `{"model":"m","input":"x","tools":[{"type":"function","name":"f"},{"type":"mcp","server_label":"s"}]}`, "tools[1].type"},
 		{"tool without name", `{"model":"m","input":"x","tools":[{"type":"function"}]}`, "tools[0].name"},
-		{"hosted tool_choice", `{"model":"m","input":"x","tool_choice":{"type":"web_search_preview"}}`, "tool_choice.type"},
 		{"allowed_tools", `{"model":"m","input":"x","tool_choice":{"type":"allowed_tools","mode":"auto","tools":[]}}`, "tool_choice.type"},
 		{"bad tool_choice", `{"model":"m","input":"x","tool_choice":"sometimes"}`, "tool_choice"},
 		{"item_reference", `{"model":"m","input":[{"type":"item_reference","id":"msg_1"}]}`, "input[0].type"},

@@ -120,6 +120,10 @@ func AppendResponse(dst []byte, r *dialect.Response, requestedModel, requestID s
 			dst = dialect.AppendJSONString(dst, p.ToolCallID)
 			dst = append(dst, `,"name":`...)
 			dst = dialect.AppendJSONString(dst, p.ToolName)
+			if p.Namespace != "" {
+				dst = append(dst, `,"namespace":`...)
+				dst = dialect.AppendJSONString(dst, p.Namespace)
+			}
 			dst = append(dst, `,"arguments":`...)
 			dst = dialect.AppendJSONString(dst, argsOrEmpty(p.Arguments))
 			dst = append(dst, '}')

@@ -26,6 +26,7 @@ type streamItem struct {
 	status       string // "" while open (written "in_progress"), then completed or incomplete
 	p0, pn       int
 	callID, name string
+	namespace    string // the function's Responses namespace, when the caller's tool had one
 	args, sig    []byte
 }
 
@@ -175,7 +176,7 @@ func (e *StreamEncoder) Append(dst []byte, ev dialect.Event) []byte {
 			e.calls = append(e.calls, 0)
 		}
 		n := e.newItem(kindCall)
-		e.items[n].callID, e.items[n].name = ev.ID, ev.Name
+		e.items[n].callID, e.items[n].name, e.items[n].namespace = ev.ID, ev.Name, ev.Namespace
 		e.calls[ev.ToolIndex] = n + 1
 		return e.itemFrame(dst, "response.output_item.added", n)
 	case dialect.EventToolArgs:
@@ -301,6 +302,10 @@ func (e *StreamEncoder) appendItem(dst []byte, n int) []byte {
 		dst = dialect.AppendJSONString(dst, it.callID)
 		dst = append(dst, `,"name":`...)
 		dst = dialect.AppendJSONString(dst, it.name)
+		if it.namespace != "" {
+			dst = append(dst, `,"namespace":`...)
+			dst = dialect.AppendJSONString(dst, it.namespace)
+		}
 		dst = append(dst, `,"arguments":"`...)
 		dst = append(dst, it.args...)
 		return append(dst, `"}`...)
