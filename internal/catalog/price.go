@@ -202,7 +202,7 @@ func applyPriceCatalog(pc priceCatalog, m *Model, r *Route, at time.Time) {
 	if pc == nil || (r.Price != nil && r.ContextWindowSource == PriceFromConfig) {
 		return
 	}
-	prov := CatalogProvider(r.Deployment.Provider, r.Deployment.Platform, pc.HasProvider)
+	prov := CatalogProvider(r.Deployment.Provider, string(r.Deployment.Platform), pc.HasProvider)
 	if prov == "" {
 		return
 	}
