@@ -77,9 +77,9 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	regions := p.Failover != nil // a REGION column only when some candidate has a region
 	if regions {
-		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT\tPRICE IN/OUT/CACHE-READ/CACHE-WRITE\tWINDOW")
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tREGION\tBAND\tSCORE\tPRIORITY\tWEIGHT\tPRICE IN/OUT/CACHE-READ/CACHE-WRITE\tWINDOW")
 	} else {
-		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT\tPRICE IN/OUT/CACHE-READ/CACHE-WRITE\tWINDOW")
+		fmt.Fprintln(tw, "#\tDEPLOYMENT\tPROVIDER\tPLATFORM\tMODEL\tUPSTREAM\tBAND\tSCORE\tPRIORITY\tWEIGHT\tPRICE IN/OUT/CACHE-READ/CACHE-WRITE\tWINDOW")
 	}
 	for i, c := range p.Candidates {
 		score := "-"
@@ -95,10 +95,10 @@ func printPlan(out io.Writer, p *server.RoutePlan, asJSON bool) error {
 			if region == "" {
 				region = "-"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\t%s\t%s\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight, priceCell(c), windowCell(c))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\t%s\t%s\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, region, c.Band, score, c.Priority, c.Weight, priceCell(c), windowCell(c))
 			continue
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\t%s\t%s\n", i+1, dep, c.Provider, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight, priceCell(c), windowCell(c))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%g\t%s\t%s\n", i+1, dep, c.Provider, c.Platform, c.Model, c.UpstreamModel, c.Band, score, c.Priority, c.Weight, priceCell(c), windowCell(c))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -143,3 +143,48 @@ func TestRouteCommandRefusal(t *testing.T) {
 		t.Errorf("plan: %s", out.Bytes())
 	}
 }
+
+// TestRoutePlatforms: `switchyard route` names each candidate's platform (issue 21 item 6):
+// one model served by Anthropic's API, Bedrock, Vertex AI; the table's PLATFORM column and the
+// JSON's platform say which cloud each route goes to.
+func TestRoutePlatforms(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "sw.yaml")
+	cfg := `
+auth: {required: false}
+models: [{id: claude-haiku-4-5}]
+deployments:
+  - {name: anthropic, dialect: anthropic, base_url: "http://127.0.0.1:1", routes: [{model: claude-haiku-4-5}]}
+  - {name: bedrock, dialect: anthropic, platform: bedrock, priority: 1, aws: {region: us-east-1, access_key_id: AKIDEXAMPLE, secret_access_key: s}, routes: [{model: claude-haiku-4-5, upstream_model: "anthropic.claude-haiku-4-5-20251001-v1:0"}]}
+  - {name: vertex, dialect: anthropic, platform: vertex, priority: 2, vertex: {project: p, location: global}, routes: [{model: claude-haiku-4-5, upstream_model: "claude-haiku-4-5@20251001"}]}
+routing: {strategy: priority}
+`
+	if err := os.WriteFile(f, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := cmdRoute([]string{"--config", f, "--model", "claude-haiku-4-5"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[1], "PLATFORM") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	for i, want := range []string{"anthropic", "bedrock", "vertex"} {
+		if fields := strings.Fields(lines[2+i]); len(fields) < 4 || fields[1] != want || fields[3] != want {
+			t.Errorf("row %d = %q, want deployment and platform %s", i+1, lines[2+i], want)
+		}
+	}
+	out.Reset()
+	if err := cmdRoute([]string{"--config", f, "--model", "claude-haiku-4-5", "--json"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Candidates []struct{ Deployment, Platform string } `json:"candidates"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Candidates) != 3 || p.Candidates[1].Platform != "bedrock" || p.Candidates[2].Platform != "vertex" || p.Candidates[0].Platform != "anthropic" {
+		t.Errorf("candidates = %+v", p.Candidates)
+	}
+}

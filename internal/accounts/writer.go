@@ -12,7 +12,7 @@ import (
 // Defaults of WriterOptions.
 const (
 	DefaultLedgerQueueSize     = 65536
-	DefaultLedgerBatchSize     = 256
+	DefaultLedgerBatchSize     = 4096
 	DefaultLedgerFlushInterval = 100 * time.Millisecond
 	DefaultLedgerDrainTimeout  = 10 * time.Second
 )
@@ -24,7 +24,8 @@ type WriterOptions struct {
 	// a reserve entry already when it is half full (Append).
 	QueueSize int
 	// BatchSize is the most entries written in one store transaction; zero or negative is
-	// DefaultLedgerBatchSize (256).
+	// DefaultLedgerBatchSize (4096): one commit carries every entry ready, a batch that grows
+	// with the load (issue 27 item 2; the store writes it in chunks of statements).
 	BatchSize int
 	// FlushInterval is the longest an entry waits before it is written, and the pause after a
 	// failed write before it is retried; zero or negative is DefaultLedgerFlushInterval (100 ms).
@@ -39,7 +40,27 @@ type WriterOptions struct {
 	// Replica is this process's replica id, written on every reserve entry (LedgerEntry.Replica)
 	// for the crash reconciliation; "" writes none.
 	Replica string
+	// Journal, when set, makes a reserve durable against a crash of this process at Secure
+	// with one append to a local file instead of a wait for the store's commit (the embedded
+	// store: the file is next to the database, read back at the next start; ReplayJournals).
+	// nil: Secure waits for the group commit (a shared store, whose other replicas reconcile).
+	Journal Journal
 }
+
+// Journal is the crash journal of one process's reserves (FileJournal): what Secure writes
+// instead of waiting for a commit.
+type Journal interface {
+	// Log appends the reserve entry e (queued as number seq) and returns once its bytes are
+	// handed to the operating system (they survive the process, not the machine); done is the
+	// number of the last entry the store holds (the journal may forget every entry <= done).
+	Log(e *LedgerEntry, seq, done uint64) error
+	// Close closes the journal; clean says every entry it holds is in the store (a drained
+	// shutdown), so its files may go.
+	Close(clean bool) error
+}
+
+// Ticket names a queued reserve entry (Reserve): Secure makes it durable, End ends it.
+type Ticket struct{ seq uint64 }
 
 // LagWarning is how long the oldest queued entry may wait before the Writer logs a warning (at
 // most once per 10 s): past it, a crash loses more than a second of settles from the queue.
@@ -76,6 +97,7 @@ type Writer struct {
 	dropped atomic.Uint64
 
 	replica string
+	journal Journal
 
 	mu       sync.Mutex
 	queue    []LedgerEntry    // oldest first
@@ -84,6 +106,9 @@ type Writer struct {
 	enqueued uint64           // sequence number of the last entry queued
 	done     uint64           // every entry numbered <= done is written or lost
 	progress chan struct{}    // closed and replaced when done advances
+	// inflight is how many entries at the head of queue the running batch holds (writeBatch):
+	// End replaces no reserve among them.
+	inflight int
 	// holds counts HoldPending calls not yet released; while it is above 0 the settles of the
 	// batches committed stay in pending (deferred lists them) until the last release.
 	holds    int
@@ -116,7 +141,7 @@ func NewWriter(st Store, o WriterOptions) *Writer {
 	}
 	return &Writer{
 		st: st, queueSize: o.QueueSize, batchSize: o.BatchSize, flushEvery: o.FlushInterval,
-		drainTimeout: o.DrainTimeout, logf: o.Logf, replica: o.Replica,
+		drainTimeout: o.DrainTimeout, logf: o.Logf, replica: o.Replica, journal: o.Journal,
 		kickc:    make(chan struct{}, 1),
 		pending:  make(map[string]int64),
 		progress: make(chan struct{}),
@@ -177,6 +202,65 @@ func (w *Writer) AppendWait(ctx context.Context, e LedgerEntry) error {
 	}
 	w.kick()
 	return w.waitDone(ctx, seq)
+}
+
+// Reserve queues the reserve entry e (KindReserve) like Append, without waiting, and returns
+// its ticket for Secure and End; false when it was shed (a half-full queue: no trace is
+// queued, and no release should follow).
+func (w *Writer) Reserve(e LedgerEntry) (Ticket, bool) {
+	e.Kind = KindReserve
+	seq, ok := w.append(e)
+	return Ticket{seq}, ok
+}
+
+// Secure makes the reserve of t (the entry e given to Reserve) survive a crash of this process
+// (issue 24 item 1: the request path calls it at its commit, the first byte to the caller,
+// never before dispatch). With a Journal it appends e to the journal file: one write(2), no
+// store commit waited for; without one it waits for the group commit that carries the entry
+// (the writer is woken at once; concurrent callers share the transaction), or for ctx. A
+// reserve already in the store returns at once. optional says the request holds no money:
+// while the writer lags more than LagWarning it does not wait (nil).
+func (w *Writer) Secure(ctx context.Context, t Ticket, e *LedgerEntry, optional bool) error {
+	w.mu.Lock()
+	done := w.done
+	w.mu.Unlock()
+	if t.seq <= done {
+		return nil
+	}
+	if w.journal != nil {
+		je := *e
+		je.Kind, je.Replica = KindReserve, w.replica
+		return w.journal.Log(&je, t.seq, done)
+	}
+	if optional && w.Lag() > LagWarning {
+		return nil
+	}
+	w.kick()
+	return w.waitDone(ctx, t.seq)
+}
+
+// End queues e, the settle or release that ends the reserve of t, without waiting. When that
+// reserve is still queued and not yet taken into a batch, e takes its place: one row reaches
+// the store instead of two, and ledger_open is not touched (issue 27 item 2: an entry written
+// and ended within one batch reaches the disk once). The crash trace holds either way: e is
+// then written in the reserve's batch, and the journal keeps the reserve until that batch is
+// committed. It reports false when e was shed (a full queue).
+func (w *Writer) End(t Ticket, e LedgerEntry) bool {
+	w.mu.Lock()
+	if t.seq > w.done {
+		i := int(t.seq - w.done - 1)
+		if i >= w.inflight && i < len(w.queue) && w.queue[i].Kind == KindReserve && w.queue[i].RequestID == e.RequestID {
+			e.Replica = ""
+			w.queue[i] = e
+			if e.Kind == KindSettle {
+				w.pending[e.AccountID] += e.AmountMicroUSD
+			}
+			w.mu.Unlock()
+			return true
+		}
+	}
+	w.mu.Unlock()
+	return w.Append(e)
 }
 
 // ErrLedgerDropped: AppendWait's entry was not queued (the queue is full).
@@ -285,7 +369,11 @@ func (w *Writer) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return w.drain(ctx)
+			err := w.drain(ctx)
+			if w.journal != nil {
+				err = errors.Join(err, w.journal.Close(err == nil))
+			}
+			return err
 		case <-tick.C:
 			w.warnLag()
 		case <-w.kickc:
@@ -348,13 +436,18 @@ func (w *Writer) writeBatch(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	w.batch = append(w.batch[:0], w.queue[:n]...)
+	w.inflight = n
 	w.mu.Unlock()
 
 	if err := w.st.AppendLedger(ctx, w.batch); err != nil {
+		w.mu.Lock()
+		w.inflight = 0
+		w.mu.Unlock()
 		return true, err
 	}
 
 	w.mu.Lock()
+	w.inflight = 0
 	rest := copy(w.queue, w.queue[n:])
 	clear(w.queue[rest:])
 	w.queue = w.queue[:rest]

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -37,6 +38,7 @@ func writeConflicts(w http.ResponseWriter, status int, fe *failure.Error, confli
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Switchyard-Error-Code", string(fe.Class))
+	h.Set("X-Should-Retry", strconv.FormatBool(fe.ShouldRetry()))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -33,7 +33,12 @@
 //   - A request whose token charge alone exceeds tpm is admitted into an empty window only, so
 //     that a large max_tokens never locks a key out for good.
 //   - Concurrency slots and reserves are leases: in Redis they expire LeaseTTL (30 s) after the
-//     last renewal, so a crashed replica's slots and reserves come back.
+//     last renewal, so a crashed replica's slots and reserves come back. A renewal puts back a
+//     live hold's lease that is gone (it expired while renewals failed, or Redis lost its data),
+//     and an end counts once and charges its settle with or without its lease (redis_lease.go).
+//   - After Redis loses its data every replica re-registers its live holds before a counter is
+//     reseeded; while Redis is unreachable (a failure ratio, redis_health.go) a replica holds
+//     unmetered requests to its share of each limit and refuses metered ones.
 //   - Budgets reset at the start of each UTC day or UTC calendar month (budget_period day,
 //     month), or never (total). Outstanding reserves carry across a reset, and a settle charges
 //     the period in which it happens.

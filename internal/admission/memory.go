@@ -52,12 +52,18 @@ type counters struct {
 	period           int64  // its index
 	spent            int64
 	seeded           bool // spent was read from the ledger for (kind, period)
+	// seeding counts the seeds of (kind, period) being read; while one is, a settle that finds
+	// no seed adds its cost to float, which the seed adds (the ledger read may have missed it).
+	seeding int
+	float   int64
 }
 
 // credit is a prepaid account's balance.
 type credit struct {
 	seeded            bool
 	balance, reserved int64
+	seeding           int   // as counters.seeding
+	float             int64 // settles while a seed was read, subtracted from it
 }
 
 // NewMemory returns an empty in-memory store reading time from now (nil is time.Now) and
@@ -84,7 +90,7 @@ func (m *Memory) Acquire(ctx context.Context, req Request) (Hold, error) {
 	if countLayers(req.Layers) > MaxLayers {
 		return nil, failure.Wrap(failure.GatewayError, "internal error", errTooManyLayers)
 	}
-	for range 4 {
+	for range MaxLayers + 2 { // a seed per budget and the balance, then the admission
 		h, need, err := m.try(&req)
 		if need == nil {
 			return h, err
@@ -169,7 +175,25 @@ func (m *Memory) try(req *Request) (Hold, *seedNeed, error) {
 }
 
 // seed reads one counter's seed from the seeder and sets it unless another Acquire did first.
+// A settle that finds the counter without a seed while the seed is being read is added to it
+// (float): the ledger read may have missed it (its ledger entry queued after the read). It may
+// also have counted it: a seed is then high by the settles of those few milliseconds, never
+// low (docs/limits.md "Exactness").
 func (m *Memory) seed(ctx context.Context, need *seedNeed) error {
+	counted := false // this read is counted in seeding
+	m.mu.Lock()
+	if need.layer == nil {
+		cr := m.accounts[need.account]
+		if cr == nil {
+			cr = new(credit)
+			m.accounts[need.account] = cr
+		}
+		cr.seeding++
+	} else if c := m.layer(need.layer.Scope, need.layer.ID); c.kind == need.kind && c.period == need.period {
+		c.seeding++
+		counted = true
+	}
+	m.mu.Unlock()
 	var v int64
 	var err error
 	switch {
@@ -179,25 +203,28 @@ func (m *Memory) seed(ctx context.Context, need *seedNeed) error {
 	default:
 		v, err = m.seeder.BalanceMicroUSD(ctx, need.account)
 	}
-	if err != nil {
-		return seedError(ctx, err)
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if need.layer == nil {
 		cr := m.accounts[need.account]
-		if cr == nil {
-			cr = new(credit)
-			m.accounts[need.account] = cr
+		cr.seeding--
+		if err == nil && !cr.seeded {
+			cr.seeded, cr.balance = true, SubSat(v, cr.float)
 		}
-		if !cr.seeded {
-			cr.seeded, cr.balance = true, v
+		if cr.seeding == 0 || cr.seeded {
+			cr.float = 0
 		}
-		return nil
+	} else if c := m.layer(need.layer.Scope, need.layer.ID); counted && c.kind == need.kind && c.period == need.period {
+		c.seeding--
+		if err == nil && !c.seeded {
+			c.seeded, c.spent = true, AddSat(v, c.float) // never added to later: a seed replaces nothing counted
+		}
+		if c.seeding == 0 || c.seeded {
+			c.float = 0
+		}
 	}
-	c := m.layer(need.layer.Scope, need.layer.ID)
-	if c.kind == need.kind && c.period == need.period && !c.seeded {
-		c.seeded, c.spent = true, v // never added: a seed replaces nothing already counted
+	if err != nil {
+		return seedError(ctx, err)
 	}
 	return nil
 }
@@ -290,7 +317,7 @@ func (c *counters) trim(now time.Time) {
 // Reserves and requests in flight carry over.
 func (c *counters) roll(kind Period, now time.Time) {
 	if p := kind.index(now); c.kind != kind || c.period != p {
-		c.kind, c.period, c.spent, c.seeded = kind, p, 0, false
+		c.kind, c.period, c.spent, c.seeded, c.seeding, c.float = kind, p, 0, false, 0, 0
 	}
 }
 
@@ -380,6 +407,8 @@ func (h *memHold) end(settled bool, actualTokens, cost int64) {
 			c.roll(c.kind, now)
 			if c.seeded { // else its seed, read from the ledger, will include this settle
 				c.spent = AddSat(c.spent, cost)
+			} else if c.seeding > 0 { // unless the read in progress missed it
+				c.float = AddSat(c.float, cost)
 			}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +57,9 @@ type RedisOptions struct {
 	// PoolSize). A call waiting for a free connection waits within Timeout.
 	PoolSize     int
 	MinIdleConns int
-	// Logf logs the degraded mode (at most once per DegradedLog) and lost settles; nil discards.
+	// Logf logs the degraded mode (entered, then at most once per DegradedLog, and left), failed
+	// background calls (at most once per DegradedLog), a loss of Redis's data and lost settles;
+	// nil discards.
 	Logf func(format string, args ...any)
 	// DegradedLog is the least time between two degraded-mode log lines (DefaultDegradedLog).
 	DegradedLog time.Duration
@@ -80,26 +81,46 @@ type RedisOptions struct {
 // reseed or a replica restart counts nothing twice. A settle adds to a spend or balance only
 // when its seed key exists (else the seed, read later from the ledger, includes it).
 //
-// When Redis does not answer within Timeout, metered requests (a budget or a prepaid balance)
-// are refused with a 503 naming the store and unmetered ones are admitted on this replica's
-// own in-memory counters (docs/limits.md "Degraded mode"); for a second after a failure the
-// store is not asked at all, so no request waits on a dead Redis.
+// Besides, per store: PREFIX epoch (the data epoch), PREFIX replicas (the registry of live
+// replicas) and PREFIX e:REPLICA (a replica's tombstones: the holds it ended in the last
+// minute, so that an end retried after a lost answer counts once); redis_lease.go.
+//
+// A call that fails or does not answer within Timeout refuses a metered request (a budget or a
+// prepaid balance) with a 503 naming the store and admits an unmetered one on this replica's
+// share of its limits. When the failures over HealthWindow pass HealthFailureRatio the store
+// is degraded: Redis is not asked on the request path except by one probe per
+// HealthProbeEvery, so no request waits on a dead Redis (redis_health.go, docs/limits.md
+// "Degraded mode").
 type Redis struct {
 	rdb      redis.UniversalClient
 	o        RedisOptions
 	fallback *Memory
 	replica  string // random, names this process's holds
+	tombKey  string // this replica's tombstones
 	seq      atomic.Uint64
 
-	downUntil atomic.Int64 // Unix nanoseconds: skip Redis until then
+	health    health
 	lastLog   atomic.Int64
+	lastBgLog atomic.Int64
+	replicas  atomic.Int64           // live replicas at the last heartbeat (0: none yet)
+	chunk     atomic.Int64           // the holds of the next renewal chunk
+	renewDue  atomic.Bool            // the last renewal failed: Run retries it each second
+	epoch     atomic.Pointer[string] // the data epoch the live holds are registered under
+	gen       atomic.Uint64          // re-registrations started (under mu)
+	regMu     sync.Mutex             // one re-registration at a time
 
 	pauses chan pauseMsg // this replica's provider pauses, for SharePauses to publish
 
-	mu      sync.Mutex
-	live    map[*redisHold]struct{} // holds whose leases Run renews
-	pending []*redisHold            // ends that failed, retried by Run
-	unseed  []string                // seeds to drop once Redis answers (a credit it missed)
+	mu       sync.Mutex
+	live     map[*redisHold]struct{} // holds whose leases Run renews
+	liveConc map[string]int32        // live holds per lease key of a layer with a concurrency limit
+	pending  []*redisHold            // ends that failed, retried by Run
+	unseed   []string                // seeds to drop once Redis answers (a credit it missed)
+	members  []string                // the registry at the last heartbeat
+	// gateWait are the replicas a reseed waits for after Redis lost its data (seedGate), since
+	// gateSince; nil none.
+	gateWait  []string
+	gateSince time.Time
 }
 
 // OpenRedis connects to the Redis of url (redis:// or rediss://, go-redis's ParseURL) with
@@ -156,8 +177,11 @@ func NewRedis(rdb redis.UniversalClient, o RedisOptions) *Redis {
 	o = o.withDefaults()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Redis{rdb: rdb, o: o, fallback: NewMemory(o.Now, nil), replica: hex.EncodeToString(b[:]),
-		live: make(map[*redisHold]struct{}), pauses: make(chan pauseMsg, 256)}
+	r := &Redis{rdb: rdb, o: o, fallback: NewMemory(o.Now, nil), replica: hex.EncodeToString(b[:]),
+		live: make(map[*redisHold]struct{}), liveConc: make(map[string]int32), pauses: make(chan pauseMsg, 256)}
+	r.tombKey = o.Prefix + "e:" + r.replica
+	r.chunk.Store(renewChunkStart)
+	return r
 }
 
 // Close closes the client.
@@ -168,27 +192,6 @@ func (r *Redis) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
 	return r.rdb.Ping(ctx).Err()
-}
-
-// Run renews the leases of this replica's live holds every LeaseTTL/3 and retries the ends
-// that failed every second, until ctx is done; then it makes a last attempt at the failed
-// ends and returns nil.
-func (r *Redis) Run(ctx context.Context) error {
-	renew := time.NewTicker(r.o.LeaseTTL / 3)
-	defer renew.Stop()
-	retry := time.NewTicker(redisRetryInterval)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			r.retryEnds(context.WithoutCancel(ctx))
-			return nil
-		case <-renew.C:
-			r.RenewLeases(ctx)
-		case <-retry.C:
-			r.retryEnds(ctx)
-		}
-	}
 }
 
 // layerBase is the key prefix of a layer's counters.
@@ -221,233 +224,6 @@ func spendTTL(kind Period, t time.Time) time.Duration {
 	return kind.Start(t).AddDate(0, 1, 1).Sub(t)
 }
 
-// errRedisDown is the cause of the degraded mode's refusals.
-var errRedisDown = errors.New("admission: redis not reachable")
-
-// down reports whether Redis failed less than a second ago.
-func (r *Redis) down(now time.Time) bool { return now.UnixNano() < r.downUntil.Load() }
-
-// failed records a failed call: Redis is skipped for a second, and the degraded mode is
-// logged at most once per DegradedLog.
-func (r *Redis) failed(err error) {
-	now := time.Now()
-	r.downUntil.Store(now.Add(redisRetryInterval).UnixNano())
-	last := r.lastLog.Load()
-	if now.UnixNano()-last >= int64(r.o.DegradedLog) && r.lastLog.CompareAndSwap(last, now.UnixNano()) {
-		r.o.Logf("admission store (redis) not reachable: metered requests are refused with 503, unmetered ones admitted on this replica's own counters: %v", err)
-	}
-}
-
-// degraded answers a request while Redis is down: a 503 naming the store for a metered
-// request, this replica's own counters for the others.
-func (r *Redis) degraded(ctx context.Context, req *Request, err error) (Hold, error) {
-	if req.Metered() {
-		return nil, failure.Wrap(failure.GatewayError,
-			"the admission store (redis) is not reachable: requests with a budget or prepaid credit are refused until it answers; retry shortly", err)
-	}
-	return r.fallback.Acquire(ctx, *req)
-}
-
-// acquireScript checks the prepaid balance and every layer, and takes them all or nothing. It
-// answers {0} admitted, {1, layer, kind, n} refused (layer 0: the balance; n: the retry-after
-// in ms, or what is left in micro-USD), or {2, layer} seed missing.
-var acquireScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-local hid = ARGV[2]
-local tok = tonumber(ARGV[3])
-local res = tonumber(ARGV[4])
-local exp = tonumber(ARGV[5])
-local n = tonumber(ARGV[6])
-local credit = ARGV[7] == '1'
-local horizon = now - 60000
-
-local function trim(w, wt)
-  while true do
-    local old = redis.call('ZRANGEBYSCORE', w, '-inf', horizon, 'LIMIT', 0, 256)
-    if #old == 0 then return end
-    local toks = redis.call('HMGET', wt, unpack(old))
-    local dn, dt = 0, 0
-    for j = 1, #old do
-      dt = dt + (tonumber(toks[j]) or 0)
-      if string.byte(old[j], 1) == 114 then dn = dn + 1 end
-    end
-    redis.call('ZREM', w, unpack(old))
-    redis.call('HDEL', wt, unpack(old))
-    redis.call('HINCRBY', wt, '_n', 0 - dn)
-    redis.call('HINCRBY', wt, '_t', 0 - dt)
-  end
-end
-
-local function purge(l, lr)
-  while true do
-    local old = redis.call('ZRANGEBYSCORE', l, '-inf', now, 'LIMIT', 0, 256)
-    if #old == 0 then return end
-    local rs = redis.call('HMGET', lr, unpack(old))
-    local dr = 0
-    for j = 1, #old do dr = dr + (tonumber(rs[j]) or 0) end
-    redis.call('ZREM', l, unpack(old))
-    redis.call('HDEL', lr, unpack(old))
-    redis.call('HINCRBY', lr, '_r', 0 - dr)
-  end
-end
-
-local function oldest(w)
-  local o = redis.call('ZRANGE', w, 0, 0, 'WITHSCORES')
-  if #o == 0 then return 1000 end
-  return tonumber(o[2]) + 60000 - now
-end
-
-local ck = n * 5
-if credit then
-  local bal = redis.call('GET', KEYS[ck+3])
-  if not bal then return {2, 0} end
-  purge(KEYS[ck+1], KEYS[ck+2])
-  local avail = tonumber(bal) - (tonumber(redis.call('HGET', KEYS[ck+2], '_r')) or 0)
-  if res > avail or avail <= 0 then return {1, 0, 'credit', avail} end
-end
-for i = 1, n do
-  local b = (i-1)*5
-  local a = 7 + (i-1)*4
-  local rpm, tpm, conc, budget = tonumber(ARGV[a+1]), tonumber(ARGV[a+2]), tonumber(ARGV[a+3]), tonumber(ARGV[a+4])
-  trim(KEYS[b+1], KEYS[b+2])
-  local c = redis.call('HMGET', KEYS[b+2], '_n', '_t')
-  local cn, ct = tonumber(c[1]) or 0, tonumber(c[2]) or 0
-  if rpm > 0 and cn + 1 > rpm then return {1, i, 'rpm', oldest(KEYS[b+1])} end
-  if tpm > 0 and ct + tok > tpm and ct > 0 then return {1, i, 'tpm', oldest(KEYS[b+1])} end
-  purge(KEYS[b+3], KEYS[b+4])
-  if conc > 0 and redis.call('ZCARD', KEYS[b+3]) + 1 > conc then return {1, i, 'concurrency', 1000} end
-  if budget > 0 then
-    local sp = redis.call('GET', KEYS[b+5])
-    if not sp then return {2, i} end
-    local rem = budget - tonumber(sp) - (tonumber(redis.call('HGET', KEYS[b+4], '_r')) or 0)
-    if res > rem or rem <= 0 then return {1, i, 'budget', rem} end
-  end
-end
-local m = 'r:' .. hid
-local lttl = (exp - now) * 2
-for i = 1, n do
-  local b = (i-1)*5
-  redis.call('ZADD', KEYS[b+1], now, m)
-  redis.call('HSET', KEYS[b+2], m, tok)
-  redis.call('HINCRBY', KEYS[b+2], '_n', 1)
-  redis.call('HINCRBY', KEYS[b+2], '_t', tok)
-  redis.call('PEXPIRE', KEYS[b+1], 61000)
-  redis.call('PEXPIRE', KEYS[b+2], 61000)
-  redis.call('ZADD', KEYS[b+3], exp, hid)
-  redis.call('HSET', KEYS[b+4], hid, res)
-  redis.call('HINCRBY', KEYS[b+4], '_r', res)
-  redis.call('PEXPIRE', KEYS[b+3], lttl)
-  redis.call('PEXPIRE', KEYS[b+4], lttl)
-end
-if credit then
-  redis.call('ZADD', KEYS[ck+1], exp, hid)
-  redis.call('HSET', KEYS[ck+2], hid, res)
-  redis.call('HINCRBY', KEYS[ck+2], '_r', res)
-  redis.call('PEXPIRE', KEYS[ck+1], lttl)
-  redis.call('PEXPIRE', KEYS[ck+2], lttl)
-end
-return {0}
-`)
-
-// endScript ends a hold, settled (ARGV[3] 1) or released, idempotently: a token charge is set
-// (not added), a lease is removed once, and a spend or balance is charged only when the lease
-// was still there; when it was not (it expired, or this end already ran and its answer was
-// lost), the spend or balance seed is deleted so that the next Acquire reads it again from the
-// ledger rather than guess.
-var endScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-local hid = ARGV[2]
-local settled = ARGV[3] == '1'
-local actual = tonumber(ARGV[4])
-local est = tonumber(ARGV[5])
-local cost = ARGV[6]
-local n = tonumber(ARGV[7])
-local credit = ARGV[8] == '1'
-local m = 'r:' .. hid
-for i = 1, n do
-  local b = (i-1)*5
-  local w, wt, l, lr, s = KEYS[b+1], KEYS[b+2], KEYS[b+3], KEYS[b+4], KEYS[b+5]
-  local newt = 0
-  if settled then newt = actual end
-  local cur = redis.call('HGET', wt, m)
-  local sc = redis.call('ZSCORE', w, m)
-  if cur and sc and tonumber(sc) > now - 60000 then
-    redis.call('HSET', wt, m, newt)
-    redis.call('HINCRBY', wt, '_t', newt - tonumber(cur))
-  elseif settled and actual > est then
-    local t = 't:' .. hid
-    if redis.call('ZADD', w, 'NX', now, t) == 1 then
-      redis.call('HSET', wt, t, actual - est)
-      redis.call('HINCRBY', wt, '_t', actual - est)
-      redis.call('PEXPIRE', w, 61000)
-      redis.call('PEXPIRE', wt, 61000)
-    end
-  end
-  local r = redis.call('HGET', lr, hid)
-  if r then
-    redis.call('HDEL', lr, hid)
-    redis.call('ZREM', l, hid)
-    redis.call('HINCRBY', lr, '_r', 0 - tonumber(r))
-  end
-  if settled and ARGV[8+i] == '1' then
-    if r then
-      if redis.call('EXISTS', s) == 1 then redis.call('INCRBY', s, cost) end
-    else
-      redis.call('DEL', s)
-    end
-  end
-end
-if credit then
-  local ck = n * 5
-  local r = redis.call('HGET', KEYS[ck+2], hid)
-  if r then
-    redis.call('HDEL', KEYS[ck+2], hid)
-    redis.call('ZREM', KEYS[ck+1], hid)
-    redis.call('HINCRBY', KEYS[ck+2], '_r', 0 - tonumber(r))
-  end
-  if settled then
-    if r then
-      if redis.call('EXISTS', KEYS[ck+3]) == 1 then redis.call('DECRBY', KEYS[ck+3], cost) end
-    else
-      redis.call('DEL', KEYS[ck+3])
-    end
-  end
-end
-return 0
-`)
-
-// usageScript trims and purges a layer's window and leases and returns requests, tokens,
-// leases, reserved and spent (-1: not seeded).
-var usageScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-local horizon = now - 60000
-local w, wt, l, lr, s = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local live = redis.call('ZRANGEBYSCORE', w, '(' .. horizon, '+inf')
-local rq, tk = 0, 0
-if #live > 0 then
-  local toks = redis.call('HMGET', wt, unpack(live))
-  for j = 1, #live do
-    tk = tk + (tonumber(toks[j]) or 0)
-    if string.byte(live[j], 1) == 114 then rq = rq + 1 end
-  end
-end
-local leases = redis.call('ZRANGEBYSCORE', l, '(' .. now, '+inf')
-local rs = 0
-if #leases > 0 then
-  local v = redis.call('HMGET', lr, unpack(leases))
-  for j = 1, #leases do rs = rs + (tonumber(v[j]) or 0) end
-end
-local sp = redis.call('GET', s)
-if not sp then sp = -1 end
-return {rq, tk, #leases, rs, tonumber(sp)}
-`)
-
-// creditScript adds ARGV[1] to a seeded balance.
-var creditScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end
-return false
-`)
-
 // Acquire implements [Store.Acquire] in one script call; a counter without a seed costs one
 // ledger read, one SET NX and one more script call.
 func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
@@ -459,17 +235,17 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 		return nil, failure.Wrap(failure.GatewayError, "internal error", errTooManyLayers)
 	}
 	now := r.o.Now()
-	if r.down(time.Now()) {
-		return r.degraded(ctx, &req, errRedisDown)
+	if !r.health.allow(time.Now()) {
+		return r.degraded(ctx, &req, errRedisDegraded)
 	}
 	h := &redisHold{r: r, id: r.replica + "." + strconv.FormatUint(r.seq.Add(1), 36),
 		tokens: max(req.Tokens, 0), reserve: max(req.ReserveMicroUSD, 0)}
 	if req.CreditAccount != "" {
 		h.credit = r.creditBase(req.CreditAccount)
 	}
-	h.keys = make([]string, 0, redisScriptKeysLayer*MaxLayers+3)
-	args := make([]any, 0, 7+4*MaxLayers)
-	args = append(args, now.UnixMilli(), h.id, h.tokens, h.reserve, now.Add(r.o.LeaseTTL).UnixMilli(), 0, boolArg(h.credit != ""))
+	h.keys = make([]string, 0, redisScriptKeysLayer*MaxLayers+5)
+	args := make([]any, 0, 8+4*MaxLayers)
+	args = append(args, now.UnixMilli(), h.id, h.tokens, h.reserve, now.Add(r.o.LeaseTTL).UnixMilli(), 0, boolArg(h.credit != ""), "")
 	layers := make([]*Layer, 0, MaxLayers)
 	for i := range req.Layers {
 		l := &req.Layers[i]
@@ -479,6 +255,7 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 		base := r.layerBase(l.Scope, l.ID)
 		h.keys = append(h.keys, base+":w", base+":wt", base+":l", base+":lr", spendKey(base, l.Limits.BudgetPeriod, now))
 		h.budget[h.n] = l.Limits.BudgetMicroUSD > 0
+		h.conc[h.n] = l.Limits.Concurrency > 0
 		h.n++
 		layers = append(layers, l)
 		args = append(args, l.Limits.RPM, l.Limits.TPM, l.Limits.Concurrency, l.Limits.BudgetMicroUSD)
@@ -487,7 +264,10 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 	if h.credit != "" {
 		h.keys = append(h.keys, h.credit+":l", h.credit+":lr", h.credit+":bal")
 	}
-	for range 4 {
+	h.keys = append(h.keys, r.tombKey, r.epochKey())
+	for range 2 * (MaxLayers + 2) {
+		gen := r.gen.Load()
+		args[7] = r.epochNow()
 		res, err := r.run(ctx, acquireScript, h.keys, args...)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -497,9 +277,10 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 			if errors.As(err, &re) { // Redis answered with an error: not an outage
 				return nil, failure.Wrap(failure.GatewayError, "the admission store (redis) answered with an error", err)
 			}
-			r.failed(err)
+			r.fail(err)
 			return r.degraded(ctx, &req, err)
 		}
+		r.ok() // answered (admitted or not): counts for the degraded mode's ratio
 		v, _ := res.([]any)
 		if len(v) == 0 {
 			return nil, failure.Wrap(failure.GatewayError, "internal error", fmt.Errorf("admission: unexpected redis answer %v", res))
@@ -508,7 +289,17 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 		case 0:
 			r.mu.Lock()
 			r.live[h] = struct{}{}
+			h.countConc(1)
+			moved := r.gen.Load() != gen
 			r.mu.Unlock()
+			if moved {
+				// Redis lost its data while this admission was in flight, and this replica's
+				// re-registration may have missed the hold: register it now.
+				if st := r.renew(ctx, []*redisHold{h}); st.Failed > 0 {
+					h.Release()
+					return nil, r.unreachable(ctx, errEpochMoved)
+				}
+			}
 			return h, nil
 		case 1:
 			idx, _ := v[1].(int64)
@@ -528,9 +319,20 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 			}
 			return nil, overBudget(l, h.reserve, num)
 		case 2:
-			idx, _ := v[1].(int64)
-			if err := r.seed(ctx, &req, layers, int(idx), h.keys, now); err != nil {
+			if err := r.seedGate(ctx); err != nil {
 				return nil, err
+			}
+			idx, _ := v[1].(int64)
+			if err := r.seed(ctx, &req, layers, int(idx), h, now); err != nil {
+				return nil, err
+			}
+		case 3:
+			if err := r.reregister(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, failure.Wrap(failure.Cancelled, "the request was cancelled", ctx.Err())
+				}
+				r.fail(err)
+				return r.degraded(ctx, &req, err)
 			}
 		}
 	}
@@ -538,39 +340,44 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 }
 
 // seed reads the missing seed of layer idx (0: the prepaid balance) from the seeder and sets
-// it with SET NX: when another replica seeded first, its value stands.
-func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int, keys []string, now time.Time) error {
+// it unless another replica seeded first (its value stands). Before the read it opens the
+// counter's float, so that a settle that ends meanwhile, without a seed to charge, is added to
+// the seed: the ledger read may have missed it (queued after the read); it may also have
+// counted it, and the seed is then high by those settles, never low.
+func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int, h *redisHold, now time.Time) error {
 	var v int64
 	var err error
 	var key string
 	var ttl time.Duration
+	sign := 1
 	if idx == 0 {
-		key = keys[len(keys)-1]
-		if r.o.Seeder != nil {
-			v, err = r.o.Seeder.BalanceMicroUSD(ctx, req.CreditAccount)
-		}
+		key, sign = h.keys[h.n*redisScriptKeysLayer+2], -1
 	} else {
-		l := layers[idx-1]
-		key = keys[(idx-1)*redisScriptKeysLayer+4]
-		ttl = spendTTL(l.Limits.BudgetPeriod, now)
-		if r.o.Seeder != nil {
+		key = h.keys[(idx-1)*redisScriptKeysLayer+4]
+		ttl = spendTTL(layers[idx-1].Limits.BudgetPeriod, now)
+	}
+	if _, err := r.run(ctx, seedStartScript, []string{key + ":x"}, seedFloatTTL.Milliseconds()); err != nil {
+		return r.unreachable(ctx, err)
+	}
+	if r.o.Seeder != nil {
+		if idx == 0 {
+			v, err = r.o.Seeder.BalanceMicroUSD(ctx, req.CreditAccount)
+		} else {
+			l := layers[idx-1]
 			v, err = r.o.Seeder.SpentMicroUSD(ctx, l.Scope, l.ID, l.Limits.BudgetPeriod.Start(now))
 		}
 	}
 	if err != nil {
 		return seedError(ctx, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	if err := r.rdb.SetNX(cctx, key, v, ttl).Err(); err != nil {
-		if ctx.Err() != nil {
-			return failure.Wrap(failure.Cancelled, "the request was cancelled", ctx.Err())
-		}
-		r.failed(err)
-		return failure.Wrap(failure.GatewayError, "the admission store (redis) is not reachable: requests with a budget or prepaid credit are refused until it answers; retry shortly", err)
+	if _, err := r.run(ctx, seedScript, []string{key, key + ":x"}, v, ttl.Milliseconds(), sign); err != nil {
+		return r.unreachable(ctx, err)
 	}
 	return nil
 }
+
+// seedFloatTTL is how long a counter's float outlives a seeder that died while reading.
+const seedFloatTTL = 30 * time.Second
 
 // run runs a script within the timeout.
 func (r *Redis) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
@@ -640,7 +447,7 @@ func (r *Redis) Credit(ctx context.Context, accountID string, deltaMicroUSD int6
 		return nil
 	}
 	if err != nil {
-		r.failed(err)
+		r.logBackground("a credit", err)
 		r.mu.Lock()
 		r.unseed = append(r.unseed, key)
 		r.mu.Unlock()
@@ -652,8 +459,9 @@ func (r *Redis) Credit(ctx context.Context, accountID string, deltaMicroUSD int6
 type redisHold struct {
 	r               *Redis
 	id              string
-	keys            []string // the acquire script's keys; the spend keys are re-aimed at end
-	budget          [MaxLayers]bool
+	keys            []string        // the acquire script's keys; the spend keys are re-aimed at end
+	budget          [MaxLayers]bool // the layer has a budget
+	conc            [MaxLayers]bool // the layer has a concurrency limit
 	n               int
 	credit          string // the prepaid account's key base, "" none
 	tokens, reserve int64
@@ -682,28 +490,48 @@ func (h *redisHold) Release() {
 	h.finish()
 }
 
-// finish runs the end script now; when Redis fails it is queued for Run to retry.
+// countConc adds d to the live holds of each of h's layers with a concurrency limit (the
+// degraded mode's share counts them). r.mu must be held.
+func (h *redisHold) countConc(d int32) {
+	for i := range h.n {
+		if h.conc[i] {
+			k := h.keys[i*redisScriptKeysLayer+2]
+			if h.r.liveConc[k] += d; h.r.liveConc[k] <= 0 {
+				delete(h.r.liveConc, k)
+			}
+		}
+	}
+}
+
+// finish runs the end script now; when Redis fails, or the store is degraded, it is queued for
+// Run to retry.
 func (h *redisHold) finish() {
 	r := h.r
 	h.at = r.o.Now()
 	r.mu.Lock()
-	delete(r.live, h)
+	if _, ok := r.live[h]; ok {
+		delete(r.live, h)
+		h.countConc(-1)
+	}
 	r.mu.Unlock()
-	if r.down(time.Now()) {
+	if r.Degraded() {
 		r.queueEnd(h)
 		return
 	}
 	if err := h.end(context.Background()); err != nil {
-		r.failed(err)
+		r.fail(err)
 		r.queueEnd(h)
+		return
 	}
+	r.ok()
 }
 
 // end runs the end script with the settle's time: the spend is charged to the period in which
 // the settle happened.
 func (h *redisHold) end(ctx context.Context) error {
-	args := make([]any, 0, 8+MaxLayers)
-	args = append(args, h.at.UnixMilli(), h.id, boolArg(h.settled), h.actual, h.tokens, h.cost, h.n, boolArg(h.credit != ""))
+	args := make([]any, 0, 9+MaxLayers)
+	args = append(args, h.at.UnixMilli(), h.id, boolArg(h.settled), h.actual, h.tokens, h.cost, h.n, boolArg(h.credit != ""),
+		tombKeep(h.r.o.LeaseTTL).Milliseconds())
 	for i := range h.n {
 		args = append(args, boolArg(h.budget[i]))
 		if h.budget[i] {
@@ -769,7 +597,7 @@ func (r *Redis) retryEnds(ctx context.Context) {
 		err := r.rdb.Del(cctx, keys...).Err()
 		cancel()
 		if err != nil {
-			r.failed(err)
+			r.logBackground("dropping the seed of a missed credit", err)
 			r.mu.Lock()
 			r.unseed = append(r.unseed, keys...)
 			r.mu.Unlock()
@@ -785,7 +613,7 @@ func (r *Redis) retryEnds(ctx context.Context) {
 		h := r.pending[0]
 		r.mu.Unlock()
 		if err := h.end(ctx); err != nil {
-			r.failed(err)
+			r.logBackground("ending a request again", err)
 			return
 		}
 		r.mu.Lock()
@@ -793,146 +621,6 @@ func (r *Redis) retryEnds(ctx context.Context) {
 			r.pending = r.pending[1:]
 		}
 		r.mu.Unlock()
-	}
-}
-
-// RenewLeases extends the leases of this replica's live holds to now+LeaseTTL in one
-// pipeline; Run calls it every LeaseTTL/3.
-func (r *Redis) RenewLeases(ctx context.Context) {
-	r.mu.Lock()
-	hs := make([]*redisHold, 0, len(r.live))
-	for h := range r.live {
-		hs = append(hs, h)
-	}
-	r.mu.Unlock()
-	if len(hs) == 0 {
-		return
-	}
-	now := r.o.Now()
-	exp := float64(now.Add(r.o.LeaseTTL).UnixMilli())
-	lttl := 2 * r.o.LeaseTTL
-	ctx, cancel := context.WithTimeout(ctx, 10*r.o.Timeout)
-	defer cancel()
-	p := r.rdb.Pipeline()
-	for _, h := range hs {
-		for i := range h.n {
-			l := h.keys[i*redisScriptKeysLayer+2]
-			p.ZAddXX(ctx, l, redis.Z{Score: exp, Member: h.id})
-			p.PExpire(ctx, l, lttl)
-			p.PExpire(ctx, h.keys[i*redisScriptKeysLayer+3], lttl)
-		}
-		if h.credit != "" {
-			p.ZAddXX(ctx, h.credit+":l", redis.Z{Score: exp, Member: h.id})
-			p.PExpire(ctx, h.credit+":l", lttl)
-			p.PExpire(ctx, h.credit+":lr", lttl)
-		}
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		r.failed(err)
-	}
-}
-
-// pauseMsg is one provider pause: the provider's pause scope and when the pause ends.
-type pauseMsg struct {
-	provider string
-	until    time.Time
-}
-
-// PublishPause shares a provider pause (an upstream 429's retry-after, R-CIRCUIT-4) with every
-// replica. It never blocks: the pause is queued for SharePauses, and dropped when 256 are
-// already queued (the provider's next 429 pauses it again).
-func (r *Redis) PublishPause(provider string, until time.Time) {
-	select {
-	case r.pauses <- pauseMsg{provider, until}:
-	default:
-	}
-}
-
-// pauseChannel is the pub/sub channel of pauses; pauseKey the key of a provider's pause in force
-// (its end in Unix ms, expiring with it), read by a replica when it subscribes.
-func (r *Redis) pauseChannel() string            { return r.o.Prefix + "pauses" }
-func (r *Redis) pauseKey(provider string) string { return r.o.Prefix + "p:" + provider }
-
-// SharePauses runs until ctx is done: it publishes this replica's pauses (PublishPause; a key
-// with the pause's end and a PUBLISH, in one pipeline) and hands other replicas' pauses to
-// apply (circuit.Set.PauseUntil): those published while it is subscribed, and, each time it
-// (re)subscribes, those in force. Routing reads only the local copy apply keeps: no request
-// waits on Redis for a pause. It returns nil when ctx is done.
-func (r *Redis) SharePauses(ctx context.Context, apply func(provider string, until time.Time)) error {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case m := <-r.pauses:
-				r.publishPause(ctx, m)
-			}
-		}
-	})
-	for ctx.Err() == nil {
-		r.subscribePauses(ctx, apply)
-		t := time.NewTimer(redisRetryInterval)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	return nil
-}
-
-func (r *Redis) publishPause(ctx context.Context, m pauseMsg) {
-	d := m.until.Sub(r.o.Now())
-	if d <= 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
-	defer cancel()
-	ms := strconv.FormatInt(m.until.UnixMilli(), 10)
-	p := r.rdb.Pipeline()
-	p.Set(ctx, r.pauseKey(m.provider), ms, d)
-	p.Publish(ctx, r.pauseChannel(), r.replica+" "+ms+" "+m.provider)
-	if _, err := p.Exec(ctx); err != nil {
-		r.failed(err)
-	}
-}
-
-// subscribePauses subscribes, applies the pauses in force, then applies each pause published
-// by another replica until the subscription fails or ctx is done.
-func (r *Redis) subscribePauses(ctx context.Context, apply func(string, time.Time)) {
-	ps := r.rdb.Subscribe(ctx, r.pauseChannel())
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
-		if ctx.Err() == nil {
-			r.failed(err)
-		}
-		return
-	}
-	iter := r.rdb.Scan(ctx, 0, r.o.Prefix+"p:*", 256).Iterator()
-	for iter.Next(ctx) {
-		if v, err := r.rdb.Get(ctx, iter.Val()).Int64(); err == nil {
-			apply(strings.TrimPrefix(iter.Val(), r.o.Prefix+"p:"), time.UnixMilli(v))
-		}
-	}
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			replica, rest, _ := strings.Cut(m.Payload, " ")
-			ms, provider, ok := strings.Cut(rest, " ")
-			v, err := strconv.ParseInt(ms, 10, 64)
-			if !ok || err != nil || replica == r.replica {
-				continue
-			}
-			apply(provider, time.UnixMilli(v))
-		}
 	}
 }
 

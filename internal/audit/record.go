@@ -161,6 +161,10 @@ type Attempt struct {
 	Score    Score  `json:"score"`
 	Strategy string `json:"strategy"`
 	Region   string `json:"region"`
+	// Platform is the service behind the deployment's dialect (contract.md, round 3):
+	// "openai", "anthropic", "bedrock", "vertex" or "azure"; "" in records written before it
+	// was recorded.
+	Platform string `json:"platform"`
 }
 
 // The error origins of an attempt (Attempt.ErrorOrigin).

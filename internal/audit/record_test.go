@@ -55,7 +55,7 @@ func TestRecordJSON(t *testing.T) {
 		`"tokens":{"input":0,"cached":0,"cache_write":0,"output":0,"reasoning":0},"usage_provenance":"unknown",` +
 		`"reserved_max_usd":0.96,"cost_usd":0,"billing_source":"unpriced","price":null,` +
 		`"dispatched_at":"2026-03-01T12:00:00.000001Z","headers_ms":41,"first_token_ms":null,"dropped_params":[],"upstream_status":0,"error_origin":"upstream",` +
-		`"band":0,"score":3.6,"strategy":"price","region":"us-east"},` +
+		`"band":0,"score":3.6,"strategy":"price","region":"us-east","platform":""},` +
 		`{"attempt":2,"deployment":"bedrock","provider":"aws","model":"claude-sonnet-4-5",` +
 		`"upstream_model":"anthropic.claude-sonnet-4-5","outcome":"completed","error_code":"",` +
 		`"tokens":{"input":10,"cached":20,"cache_write":30,"output":40,"reasoning":5},"usage_provenance":"observed",` +
@@ -65,7 +65,7 @@ func TestRecordJSON(t *testing.T) {
 		`{"kind":"output","count":40,"usd_per_mtok":15,"usd":0.0006}]},` +
 		`"dispatched_at":"2026-03-01T12:00:00.000002Z","headers_ms":120.25,"first_token_ms":300.5,` +
 		`"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":"",` +
-		`"band":1,"score":null,"strategy":"price","region":""}]}`
+		`"band":1,"score":null,"strategy":"price","region":"","platform":""}]}`
 	if string(got) != want {
 		t.Errorf("JSON mismatch\n got %s\nwant %s", got, want)
 	}

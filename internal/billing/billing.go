@@ -6,15 +6,16 @@
 // path: [Reservation.Settle] for a committed response, [Reservation.Release] otherwise, and a
 // deferred Release for panics (whichever comes first wins; the other does nothing).
 //
-// The package does not import net/http. The reserve entry is written durably before dispatch
-// (the request waits for the ledger writer's group commit, Ledger.AppendWait), so that a crash
-// before the settle leaves a trace that the crash reconciliation closes (accounts.Reconciler;
-// docs/deploy.md); the settle and release entries are queued, never waited for.
+// The package does not import net/http. The reserve entry is queued at admission, never waited
+// for before dispatch, and made durable at the commit gate (Reservation.Secure, before the first
+// byte to the caller: a journal append on the embedded store, else the group commit that ran
+// while the upstream answered), so that a crash before the settle leaves a trace that the crash
+// reconciliation closes (accounts.Reconciler; docs/deploy.md); the settle and release entries
+// are queued, never waited for, in the reserve's place when it is still queued (one row).
 package billing
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -26,21 +27,27 @@ import (
 type Ledger interface {
 	// Append queues e without waiting; false when it was shed (a full queue).
 	Append(e accounts.LedgerEntry) bool
-	// AppendWait queues e and waits until it is written: accounts.ErrLedgerDropped when it was
-	// shed, ctx's error when ctx ends first (e stays queued).
-	AppendWait(ctx context.Context, e accounts.LedgerEntry) error
-	// Lag is how long the oldest entry still queued has waited.
-	Lag() time.Duration
+	// Reserve queues the reserve entry e without waiting and returns its ticket; false when it
+	// was shed (a half-full queue).
+	Reserve(e accounts.LedgerEntry) (accounts.Ticket, bool)
+	// Secure makes the reserve of t (entry e) survive a crash of the process: a journal append,
+	// or a wait for its group commit (ctx's error when ctx ends first). optional: a request
+	// that holds no money, which a lagging writer does not hold up.
+	Secure(ctx context.Context, t accounts.Ticket, e *accounts.LedgerEntry, optional bool) error
+	// End queues the settle or release e that ends t's reserve, in its place when that is
+	// still queued; false when shed.
+	End(t accounts.Ticket, e accounts.LedgerEntry) bool
 }
 
-// LedgerWait bounds the wait for a reserve entry to be written before dispatch.
+// LedgerWait bounds the wait for a reserve entry to be secured at commit (Reservation.Secure).
 const LedgerWait = 5 * time.Second
 
 // ErrLedgerUnavailable refuses a request that holds money when its reserve entry cannot be
-// written within LedgerWait (the store does not answer, or the writer's queue is full): it is
-// not dispatched, so that no served request can be left without a ledger trace.
+// queued (the writer's queue is half full: before dispatch) or secured within LedgerWait (the
+// store does not answer: at its commit, before any byte reaches the caller), so that no served
+// request can be left without a ledger trace.
 var ErrLedgerUnavailable = &failure.Error{Class: failure.GatewayError,
-	Msg: "the gateway's ledger store is not answering: a request that holds money is not dispatched before its reserve is recorded; retry shortly"}
+	Msg: "the gateway's ledger store is not answering: a request that holds money is not served before its reserve is recorded; retry shortly"}
 
 // Biller makes reservations against one admission store and one ledger.
 type Biller struct {
@@ -85,10 +92,15 @@ type Reservation struct {
 	key    string
 	rid    string
 	model  string
-	// queued says the reserve entry was queued (then a release ends it); reserve is its amount
-	// (0 for a request that holds no money: the trace of its dispatch only).
+	// queued says the reserve entry was queued (then a release ends it), as ticket; reserve is
+	// its amount (0 for a request that holds no money: the trace of its dispatch only).
 	queued  bool
+	ticket  accounts.Ticket
 	reserve int64
+	// metered says the request holds money: a reserve that cannot be secured refuses it.
+	metered bool
+	// secured says Secure ran (once per request).
+	secured bool
 	// start carries the monotonic reading taken when the reserve was queued; at is its wall
 	// time, the reserve entry's At.
 	start, at time.Time
@@ -96,15 +108,14 @@ type Reservation struct {
 }
 
 // Reserve admits req: it acquires the limits and reserves in one call to the admission store
-// (none when nothing limits the request), then writes the ledger's reserve entry and waits
-// until it is stored (at most LedgerWait): its amount is the reserve when the request holds
-// money (a budget or a prepaid balance), else 0. A refusal is the store's *failure.Error
-// (rate_limited, insufficient_credit with limit kind budget or credit, or a gateway_error when
-// the store cannot be reached), and nothing is taken or written. When the reserve entry cannot
-// be stored in time, a request holding money is refused with ErrLedgerUnavailable (what it
-// acquired is returned, and its entry, if queued, released), while one holding none goes on
-// (its entry stays queued) and, while the writer lags more than accounts.LagWarning, does not
-// wait at all.
+// (none when nothing limits the request), then queues the ledger's reserve entry without
+// waiting for it (issue 24 item 1: no durable write before dispatch; Secure makes it durable at
+// the commit): its amount is the reserve when the request holds money (a budget or a prepaid
+// balance), else 0. A refusal is the store's *failure.Error (rate_limited,
+// insufficient_credit with limit kind budget or credit, or a gateway_error when the store
+// cannot be reached), and nothing is taken or written. When the writer's queue sheds the
+// reserve entry, a request holding money is refused with ErrLedgerUnavailable (what it acquired
+// is returned), while one holding none goes on without a trace.
 func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error) {
 	r := &Reservation{now: b.Now, acct: req.AccountID, key: req.KeyID, rid: req.RequestID, model: req.Model}
 	if r.now == nil {
@@ -121,27 +132,46 @@ func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error)
 		return r, nil
 	}
 	r.ledger = b.Ledger
-	metered := req.Admission.Metered()
-	if metered {
+	r.metered = req.Admission.Metered()
+	if r.metered {
 		r.reserve = max(req.Admission.ReserveMicroUSD, 0)
 	}
 	r.start = r.now()
 	r.at = r.start.UTC() // UTC strips the monotonic reading; start keeps it
-	e := accounts.LedgerEntry{At: r.at, AccountID: r.acct, KeyID: r.key, RequestID: r.rid, Model: r.model,
-		Kind: accounts.KindReserve, AmountMicroUSD: r.reserve}
-	if !metered && r.ledger.Lag() > accounts.LagWarning {
-		r.queued = r.ledger.Append(e)
-		return r, nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, LedgerWait)
-	err := r.ledger.AppendWait(wctx, e)
-	cancel()
-	r.queued = !errors.Is(err, accounts.ErrLedgerDropped)
-	if err != nil && metered && ctx.Err() == nil {
+	r.ticket, r.queued = r.ledger.Reserve(r.reserveEntry())
+	if !r.queued && r.metered {
 		r.Release()
 		return nil, ErrLedgerUnavailable
 	}
 	return r, nil
+}
+
+// reserveEntry is the request's reserve entry.
+func (r *Reservation) reserveEntry() accounts.LedgerEntry {
+	return accounts.LedgerEntry{At: r.at, AccountID: r.acct, KeyID: r.key, RequestID: r.rid, Model: r.model,
+		Kind: accounts.KindReserve, AmountMicroUSD: r.reserve}
+}
+
+// Secure is the request's commit gate (issue 24 item 1): called once before the first byte of
+// the response reaches the caller, it makes the reserve entry survive a crash of the process
+// (Ledger.Secure: a journal append on the embedded store, else the group commit, which ran
+// while the upstream answered), at most LedgerWait. A request that holds money and whose reserve
+// cannot be secured gets ErrLedgerUnavailable: it is not committed (the relay answers that
+// error, and the request is released, billing nothing). A request that holds none goes on
+// (nil). Later calls, and a request without a queued reserve, return nil at once.
+func (r *Reservation) Secure(ctx context.Context) error {
+	if r == nil || r.secured || !r.queued || r.ended {
+		return nil
+	}
+	r.secured = true
+	e := r.reserveEntry()
+	wctx, cancel := context.WithTimeout(ctx, LedgerWait)
+	err := r.ledger.Secure(wctx, r.ticket, &e, !r.metered)
+	cancel()
+	if err != nil && r.metered && ctx.Err() == nil {
+		return ErrLedgerUnavailable
+	}
+	return nil
 }
 
 // Settle ends a committed request (R-BILL-1): the admission store replaces its token charge and
@@ -160,9 +190,14 @@ func (r *Reservation) Settle(s Settlement) {
 	if r.ledger == nil {
 		return
 	}
-	r.ledger.Append(accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
+	e := accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
 		Model: s.Model, Deployment: s.Deployment, Kind: accounts.KindSettle, AmountMicroUSD: max(s.CostMicroUSD, 0),
-		Tokens: s.Tokens, Mark: s.Mark, UsageProvenance: s.Provenance})
+		Tokens: s.Tokens, Mark: s.Mark, UsageProvenance: s.Provenance}
+	if r.queued {
+		r.ledger.End(r.ticket, e)
+	} else {
+		r.ledger.Append(e)
+	}
 }
 
 // Release ends a request that did not commit, or whose handler panicked (R-BILL-2): its slot,
@@ -179,9 +214,13 @@ func (r *Reservation) Release() {
 	if r.ledger == nil || !r.queued {
 		return
 	}
-	r.ledger.Append(accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
+	r.ledger.End(r.ticket, accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
 		Model: r.model, Kind: accounts.KindRelease, AmountMicroUSD: r.reserve})
 }
+
+// Queued reports whether the request's reserve entry was queued: Secure then has work to do
+// at its commit.
+func (r *Reservation) Queued() bool { return r != nil && r.queued }
 
 // Ended reports whether Settle or Release ran.
 func (r *Reservation) Ended() bool { return r == nil || r.ended }

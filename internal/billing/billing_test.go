@@ -2,12 +2,10 @@ package billing_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
@@ -15,29 +13,31 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/billing"
 )
 
-// ledger records the entries appended; waitErr, when set, is what AppendWait returns (the
-// entry is still recorded: it stays queued), and lag what Lag reports.
+// ledger records the entries appended (an End is recorded as appended); secureErr, when set,
+// is what Secure returns; shed sheds every reserve.
 type ledger struct {
-	mu      sync.Mutex
-	es      []accounts.LedgerEntry
-	waitErr error
-	waits   int
-	lag     time.Duration
+	mu        sync.Mutex
+	es        []accounts.LedgerEntry
+	secureErr error
+	secures   []bool // the optional flag of each Secure
+	shed      bool
 }
 
-func (l *ledger) AppendWait(ctx context.Context, e accounts.LedgerEntry) error {
-	l.mu.Lock()
-	l.waits++
-	err := l.waitErr
-	l.mu.Unlock()
-	if errors.Is(err, accounts.ErrLedgerDropped) {
-		return err
+func (l *ledger) Reserve(e accounts.LedgerEntry) (accounts.Ticket, bool) {
+	if l.shed {
+		return accounts.Ticket{}, false
 	}
-	l.Append(e)
-	return err
+	return accounts.Ticket{}, l.Append(e)
 }
 
-func (l *ledger) Lag() time.Duration { return l.lag }
+func (l *ledger) Secure(ctx context.Context, _ accounts.Ticket, e *accounts.LedgerEntry, optional bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.secures = append(l.secures, optional)
+	return l.secureErr
+}
+
+func (l *ledger) End(_ accounts.Ticket, e accounts.LedgerEntry) bool { return l.Append(e) }
 
 func (l *ledger) Append(e accounts.LedgerEntry) bool {
 	l.mu.Lock()
@@ -198,48 +198,64 @@ func TestRefusalTakesNothing(t *testing.T) {
 	}
 }
 
-// TestReserveDurableBeforeDispatch: the reserve entry is waited for (AppendWait). When it cannot
-// be stored in time, a request holding money is refused with ErrLedgerUnavailable, gives back
-// what it acquired, and its queued reserve is released; one holding none goes on; a shed entry
-// (a full queue) has no release; while the writer lags past LagWarning an unmetered request
-// does not wait at all.
-func TestReserveDurableBeforeDispatch(t *testing.T) {
+// TestReserveSecuredAtCommit (issue 24 item 1): Reserve queues the reserve entry and waits
+// for nothing; Secure (the commit gate) secures it once, optional for a request that holds no
+// money. When it cannot be secured in time, a request holding money is refused with
+// ErrLedgerUnavailable (the relay answers it before any byte), while one holding none goes on;
+// a shed reserve refuses a request holding money before dispatch, gives back what it acquired
+// and writes no release, while one holding none goes on without a trace and no gate.
+func TestReserveSecuredAtCommit(t *testing.T) {
 	b, m, l := newBiller(t)
-	l.waitErr = context.DeadlineExceeded
-	if _, err := b.Reserve(context.Background(), metered()); err != billing.ErrLedgerUnavailable {
-		t.Fatalf("metered with the ledger store down: %v, want ErrLedgerUnavailable", err)
-	}
-	if got := l.kinds(); !slices.Equal(got, []accounts.Kind{accounts.KindReserve, accounts.KindRelease}) {
-		t.Errorf("ledger %v, want the queued reserve then its release", got)
-	}
-	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.ReservedMicroUSD != 0 {
-		t.Errorf("a refused request still holds %+v", u)
-	}
-	r, err := b.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "u1"})
+	r, err := b.Reserve(context.Background(), metered())
 	if err != nil {
-		t.Fatalf("unmetered with the ledger store down: %v, want dispatched", err)
+		t.Fatal(err)
+	}
+	if len(l.secures) != 0 || !slices.Equal(l.kinds(), []accounts.Kind{accounts.KindReserve}) || !r.Queued() {
+		t.Fatalf("after Reserve: %d secures, ledger %v; want the reserve queued and nothing waited for", len(l.secures), l.kinds())
+	}
+	if err := r.Secure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Secure(context.Background()); err != nil || !slices.Equal(l.secures, []bool{false}) {
+		t.Errorf("Secure twice: %v, secures %v; want one, not optional", err, l.secures)
 	}
 	r.Release()
 
-	l2 := &ledger{waitErr: accounts.ErrLedgerDropped}
+	l.secureErr = context.DeadlineExceeded
+	r, err = b.Reserve(context.Background(), metered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Secure(context.Background()); err != billing.ErrLedgerUnavailable {
+		t.Fatalf("metered with the ledger store down: %v, want ErrLedgerUnavailable", err)
+	}
+	r.Release()
+	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.ReservedMicroUSD != 0 {
+		t.Errorf("a refused request still holds %+v", u)
+	}
+	r, err = b.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "u1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Secure(context.Background()); err != nil || l.secures[len(l.secures)-1] != true {
+		t.Fatalf("unmetered with the ledger store down: %v (optional %v), want committed", err, l.secures)
+	}
+	r.Release()
+
+	l2 := &ledger{shed: true}
 	b2 := &billing.Biller{Store: m, Ledger: l2}
 	if _, err := b2.Reserve(context.Background(), metered()); err != billing.ErrLedgerUnavailable {
 		t.Fatalf("metered with a full queue: %v", err)
 	}
-	if len(l2.kinds()) != 0 {
-		t.Errorf("a shed reserve got %v", l2.kinds())
+	if u, _ := m.Usage(context.Background(), budgetLayer); u.InFlight != 0 || u.ReservedMicroUSD != 0 {
+		t.Errorf("a shed request still holds %+v", u)
 	}
-
-	l3 := &ledger{lag: time.Minute}
-	b3 := &billing.Biller{Store: m, Ledger: l3}
-	r, err = b3.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "u2"})
-	if err != nil || l3.waits != 0 || !slices.Equal(l3.kinds(), []accounts.Kind{accounts.KindReserve}) {
-		t.Errorf("unmetered while the writer lags: %v, %d waits, %v; want queued without waiting", err, l3.waits, l3.kinds())
+	r, err = b2.Reserve(context.Background(), billing.Request{AccountID: "acct", RequestID: "u2"})
+	if err != nil || r.Queued() {
+		t.Fatalf("unmetered with a full queue: %v, queued %v; want dispatched without a trace", err, r.Queued())
 	}
 	r.Release()
-	if r, err = b3.Reserve(context.Background(), metered()); err != nil || l3.waits != 1 {
-		t.Errorf("metered while the writer lags: %v, %d waits; want waited for", err, l3.waits)
-	} else {
-		r.Release()
+	if len(l2.kinds()) != 0 || len(l2.secures) != 0 {
+		t.Errorf("a shed reserve got %v, secures %v", l2.kinds(), l2.secures)
 	}
 }

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/config"
@@ -125,6 +126,27 @@ func New(cfg *config.Config) (*Catalog, error) {
 		}
 		if d.Provider == "" {
 			d.Provider = d.Name
+		}
+		d.Platform = Platform(dc.Platform)
+		if d.Platform == "" {
+			d.Platform = PlatformOpenAI
+			if d.Dialect == Anthropic {
+				d.Platform = PlatformAnthropic
+			}
+		}
+		if dc.AWS != nil {
+			d.AWS = AWS(*dc.AWS)
+		}
+		if dc.Vertex != nil {
+			d.Vertex = Vertex(*dc.Vertex)
+		}
+		if dc.Azure != nil {
+			d.Azure = Azure(*dc.Azure)
+		}
+		if dc.Responses != nil {
+			d.Responses = *dc.Responses
+		} else if d.Dialect == OpenAI {
+			d.Responses = d.Platform == PlatformAzure || strings.TrimRight(d.BaseURL, "/") == "https://api.openai.com/v1"
 		}
 		if d.Dialect != OpenAI && d.Dialect != Anthropic {
 			fail("deployment %q: unknown dialect %q", d.Name, dc.Dialect)

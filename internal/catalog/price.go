@@ -156,14 +156,20 @@ func sortTiers(ts []PriceTier) {
 
 // CatalogProvider is the price catalog's provider id of a deployment (contract.md "Additions
 // pinned in round 4"): its provider when that is one of the catalog's ids (openai, anthropic,
-// google, bedrock, vertex, azure), otherwise its platform ("bedrock", "vertex", "azure";
-// "openai" and "anthropic" for the providers' own APIs), otherwise "" (not in the catalog).
+// google, bedrock, vertex, azure), otherwise its platform when that is a cloud that hosts the
+// model (bedrock, vertex, azure), otherwise "" (not in the catalog). An OpenAI- or
+// Anthropic-compatible service under its own provider id (a reseller, a self-hosted server) is
+// never priced at the model maker's list price: its platform is the dialect's own API, which
+// says nothing about who bills it.
 func CatalogProvider(provider, platform string, known func(string) bool) string {
 	if known(provider) {
 		return provider
 	}
-	if platform != "" && known(platform) {
-		return platform
+	switch Platform(platform) {
+	case PlatformBedrock, PlatformVertex, PlatformAzure:
+		if known(platform) {
+			return platform
+		}
 	}
 	return ""
 }

@@ -36,10 +36,6 @@ type Deployment struct {
 	Name string
 	// Provider is the provider id (defaults to Name).
 	Provider string
-	// Platform is the platform the deployment runs on: "" (the provider's own API), "openai",
-	// "anthropic", "bedrock", "vertex" or "azure". The price catalog falls back to it when
-	// Provider is not a catalog provider id (CatalogProvider).
-	Platform string
 	Dialect  Dialect
 	// BaseURL is the provider's root as its own SDK takes it (OpenAI: ending in /v1).
 	BaseURL string
@@ -63,6 +59,47 @@ type Deployment struct {
 	// with reason "disabled" unless an operator's live override (the admin API) says otherwise.
 	Disabled bool
 	Routes   []*Route
+	// Platform is the service behind the dialect (contract.md, round 3): PlatformOpenAI or
+	// PlatformAzure for dialect openai; PlatformAnthropic, PlatformBedrock or PlatformVertex for
+	// dialect anthropic. Never empty in a built catalog. The price catalog falls back to it when
+	// Provider is not a catalog provider id (CatalogProvider).
+	Platform Platform
+	// AWS, Vertex and Azure are the platform's settings (config.AWS etc.); zero elsewhere.
+	AWS    AWS
+	Vertex Vertex
+	Azure  Azure
+	// Responses: the deployment serves the Responses API itself (an openai-dialect deployment
+	// whose config says so, or takes the default), so /v1/responses passes through to it.
+	Responses bool
+}
+
+// Platform is the service behind a deployment's dialect (config.Deployment.Platform).
+type Platform string
+
+// The platforms. The first two are the dialects' own APIs.
+const (
+	PlatformOpenAI    Platform = "openai"
+	PlatformAnthropic Platform = "anthropic"
+	PlatformBedrock   Platform = "bedrock"
+	PlatformVertex    Platform = "vertex"
+	PlatformAzure     Platform = "azure"
+)
+
+// AWS is a bedrock deployment's AWS settings (config.AWS): Region is always set; without
+// AccessKeyID the AWS SDK's default credential chain applies.
+type AWS struct {
+	Region, AccessKeyID, SecretAccessKey, SessionToken, Profile string
+}
+
+// Vertex is a vertex deployment's Google Cloud settings (config.Vertex).
+type Vertex struct {
+	Project, Location, CredentialsFile string
+}
+
+// Azure is an azure deployment's settings (config.Azure): an empty APIVersion means Azure's
+// v1 API.
+type Azure struct {
+	APIVersion string
 }
 
 // PauseScope is the provider key under which the deployment's circuits and 429 pauses are

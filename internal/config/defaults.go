@@ -89,6 +89,14 @@ func applyDefaults(c *Config) {
 		if d.Provider == "" {
 			d.Provider = d.Name
 		}
+		if d.Platform == "" {
+			switch d.Dialect {
+			case "openai":
+				d.Platform = PlatformOpenAI
+			case "anthropic":
+				d.Platform = PlatformAnthropic
+			}
+		}
 		for j := range d.Routes {
 			rt := &d.Routes[j]
 			if rt.UpstreamModel == "" {

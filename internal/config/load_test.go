@@ -50,12 +50,12 @@ func TestLoadFull(t *testing.T) {
 	wantDeployments := []Deployment{
 		{
 			Name: "anthropic", Provider: "anthropic", Dialect: "anthropic", BaseURL: "https://api.anthropic.com",
-			APIKey: "sk-ant-test", Tier: "official", Region: "us",
+			APIKey: "sk-ant-test", Tier: "official", Region: "us", Platform: "anthropic",
 			Routes: []Route{{Model: "claude-sonnet-4-5", UpstreamModel: "claude-sonnet-4-5", Price: &Price{Input: 3, Output: 15}, Weight: 1, ContextWindow: 200000}},
 		},
 		{
 			Name: "value-eu", Provider: "valuecloud", Dialect: "openai", BaseURL: "http://10.0.0.7:8000/v1",
-			APIKey: "sk-none", Priority: 1, Tier: "value",
+			APIKey: "sk-none", Priority: 1, Tier: "value", Platform: "openai",
 			Routes: []Route{
 				{Model: "claude-sonnet-4-5", UpstreamModel: "anthropic/claude-sonnet-4.5", Price: &Price{Input: 3, Output: 15}, Weight: 2.5},
 				{Model: "meta/llama3.1:70b", UpstreamModel: "meta/llama3.1:70b", Weight: 1}, // defaults
@@ -216,6 +216,17 @@ func TestValidateRules(t *testing.T) {
 		{"base_url without host", "deployments:\n- name: d\n  dialect: openai\n  base_url: https:///v1\n", 4, `base_url: must be an absolute`},
 		{"empty secret", "keys:\n- name: k\n  secret: \"\"\n", 3, `keys[0].secret: is empty: the key callers send (auth.required is true)`},
 		{"secret missing", "keys:\n- name: k\n", 2, `keys[0].secret: missing`},
+		{"bedrock without region", "deployments:\n- name: d\n  dialect: anthropic\n  platform: bedrock\n", 2, `deployments[0].aws.region: missing: the AWS region`},
+		{"bedrock empty region", "deployments:\n- name: d\n  dialect: anthropic\n  platform: bedrock\n  aws: {region: \"\"}\n", 5, `deployments[0].aws.region: is empty`},
+		{"bedrock half a key pair", "deployments:\n- name: d\n  dialect: anthropic\n  platform: bedrock\n  aws: {region: us-east-1, access_key_id: AKIA}\n", 5, `access_key_id and secret_access_key go together`},
+		{"vertex without project", "deployments:\n- name: d\n  dialect: anthropic\n  platform: vertex\n  vertex: {location: global}\n", 5, `deployments[0].vertex.project: missing: the Google Cloud project id`},
+		{"vertex without location", "deployments:\n- name: d\n  dialect: anthropic\n  platform: vertex\n  vertex: {project: p}\n", 5, `deployments[0].vertex.location: missing`},
+		{"vertex unreadable credentials", "deployments:\n- name: d\n  dialect: anthropic\n  platform: vertex\n  vertex:\n    project: p\n    location: us-east5\n    credentials_file: /nonexistent/sa.json\n", 8, `deployments[0].vertex.credentials_file: cannot read "/nonexistent/sa.json": no such file or directory`},
+		{"platform of the other dialect", "deployments:\n- name: d\n  dialect: openai\n  platform: bedrock\n  aws: {region: us-east-1}\n", 4, `platform "bedrock" speaks dialect anthropic, but the deployment's dialect is openai`},
+		{"unknown platform", "deployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  platform: gcp\n", 5, `unknown platform "gcp"`},
+		{"settings of another platform", "deployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  aws: {region: us-east-1}\n", 5, `aws: applies only to platform bedrock`},
+		{"azure without base_url", "deployments:\n- name: d\n  dialect: openai\n  platform: azure\n", 2, `deployments[0].base_url: missing`},
+		{"responses on anthropic", "deployments:\n- name: d\n  dialect: anthropic\n  base_url: http://h\n  responses: true\n", 5, `responses: true applies only to an openai-dialect deployment`},
 		{"duplicate mapping key", "server:\n  listen: 127.0.0.1:1\n  listen: 127.0.0.1:2\n", 3, `mapping key "listen" already defined at line 2`},
 		{"list for a string", "server:\n  listen: [a]\n", 2, `cannot unmarshal !!seq into string`},
 		{"map for a duration", "server:\n  shutdown_grace: {s: 1}\n", 2, `a duration must be a string`},
@@ -252,6 +263,11 @@ func TestValidateAllowed(t *testing.T) {
 		{"ipv6 listen", "server: {listen: \"[::1]:8080\"}\n"},
 		{"endpoint", "models: [{id: m}]\ndeployments:\n- {name: r, dialect: openai, base_url: \"http://h/v1\", reserved: true, routes: [{model: m}]}\nendpoints:\n- {id: acme/m, model: m, deployments: [r], accounts: [acme], public_fallback: false}\n"},
 		{"endpoint without reserved deployments", "models: [{id: m}]\nendpoints:\n- {id: acme/m, model: m}\n"},
+		{"bedrock default chain", "deployments:\n- {name: b, dialect: anthropic, platform: bedrock, aws: {region: us-east-1}}\n"},
+		{"bedrock keys and base_url", "deployments:\n- {name: b, dialect: anthropic, platform: bedrock, base_url: \"https://bedrock.internal\", aws: {region: eu-west-1, access_key_id: AKIA, secret_access_key: s}}\n"},
+		{"vertex global with ADC", "deployments:\n- {name: v, dialect: anthropic, platform: vertex, vertex: {project: p-1, location: global}}\n"},
+		{"azure deployments API", "deployments:\n- {name: a, dialect: openai, platform: azure, base_url: \"https://r.openai.azure.com\", api_key: k, azure: {api_version: 2024-10-21}}\n"},
+		{"responses off on openai", "deployments:\n- {name: o, dialect: openai, base_url: \"https://api.openai.com/v1\", responses: false}\n"},
 		{"merge keys", "deployments:\n- &base {name: a, dialect: openai, base_url: \"http://h/v1\"}\n- <<: *base\n  name: b\n"},
 	}
 	for _, tt := range tests {

@@ -232,6 +232,61 @@ type Deployment struct {
 	// API (PATCH /admin/v1/deployments/{name}) overrides it live on every replica. Default false.
 	Disabled bool    `yaml:"disabled"`
 	Routes   []Route `yaml:"routes"`
+	// Platform names the service behind the dialect (contract.md, round 3): "anthropic" (the
+	// default for dialect anthropic), "bedrock" or "vertex" (Claude on Amazon Bedrock or Google
+	// Vertex AI, dialect anthropic), "openai" (the default for dialect openai) or "azure" (Azure
+	// OpenAI, dialect openai). For bedrock and vertex, base_url is optional (derived from the
+	// region or location) and, when set, replaces only the scheme and host; for azure it is the
+	// resource endpoint (https://RESOURCE.openai.azure.com).
+	Platform string `yaml:"platform"`
+	// AWS configures platform bedrock; nil elsewhere.
+	AWS *AWS `yaml:"aws"`
+	// Vertex configures platform vertex; nil elsewhere.
+	Vertex *Vertex `yaml:"vertex"`
+	// Azure configures platform azure; nil elsewhere (and then Azure's v1 API is used).
+	Azure *Azure `yaml:"azure"`
+	// Responses says whether an openai-dialect deployment serves the Responses API, so that
+	// /v1/responses requests pass through to it instead of being translated to chat completions
+	// (R-DIALECT-3). Nil takes the default: true for OpenAI's own API (https://api.openai.com/v1)
+	// and for platform azure, false for other openai-dialect services.
+	Responses *bool `yaml:"responses"`
+}
+
+// Platform values (Deployment.Platform).
+const (
+	PlatformOpenAI    = "openai"
+	PlatformAnthropic = "anthropic"
+	PlatformBedrock   = "bedrock"
+	PlatformVertex    = "vertex"
+	PlatformAzure     = "azure"
+)
+
+// AWS is a bedrock deployment's AWS settings. Region is required. Without AccessKeyID the AWS
+// SDK's default credential chain applies (environment, shared config and Profile, web
+// identity, container and instance roles). An api_key on a bedrock deployment is a Bedrock API
+// key, sent as a bearer token instead of a SigV4 signature.
+type AWS struct {
+	Region          string `yaml:"region"`
+	AccessKeyID     string `yaml:"access_key_id"`
+	SecretAccessKey string `yaml:"secret_access_key"`
+	SessionToken    string `yaml:"session_token"`
+	Profile         string `yaml:"profile"`
+}
+
+// Vertex is a vertex deployment's Google Cloud settings. Project and Location are required
+// (Location "global" is allowed). Without CredentialsFile, Google's Application Default
+// Credentials apply.
+type Vertex struct {
+	Project         string `yaml:"project"`
+	Location        string `yaml:"location"`
+	CredentialsFile string `yaml:"credentials_file"`
+}
+
+// Azure is an azure deployment's settings. With APIVersion the deployments API
+// (/openai/deployments/{upstream_model}/...?api-version=APIVersion, the key in api-key) is
+// used; without it, Azure's v1 API (/openai/v1/...).
+type Azure struct {
+	APIVersion string `yaml:"api_version"`
 }
 
 // Endpoint is a dedicated endpoint (R-KEY-6): a caller who sends ID as its model is served by

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -321,8 +322,11 @@ func (v *validator) deployments(ds []Deployment, names map[string]bool) {
 		default:
 			v.add(p+".dialect", "unknown dialect %q: want openai or anthropic", d.Dialect)
 		}
+		v.platform(p, d)
 		if d.BaseURL == "" {
-			v.empty(p+".base_url", "the provider's API base URL, as its own SDK takes it (e.g. https://api.openai.com/v1)")
+			if d.Platform != PlatformBedrock && d.Platform != PlatformVertex {
+				v.empty(p+".base_url", "the provider's API base URL, as its own SDK takes it (e.g. https://api.openai.com/v1)")
+			}
 		} else if u, err := url.Parse(d.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.add(p+".base_url", "must be an absolute http:// or https:// URL")
 		} else if u.RawQuery != "" || u.Fragment != "" {
@@ -612,4 +616,64 @@ func (c *Config) EmptyVar(path string) (string, bool) {
 	}
 	name, ok := c.pos.emptyVars[path]
 	return name, ok
+}
+
+// platform checks a deployment's platform and its settings block (contract.md, round 3): the
+// platform fits the dialect, bedrock names aws.region, vertex names vertex.project and
+// vertex.location and a readable vertex.credentials_file when one is set, and no settings block
+// stands on a deployment of another platform.
+func (v *validator) platform(p string, d *Deployment) {
+	want := map[string]string{PlatformOpenAI: "openai", PlatformAzure: "openai",
+		PlatformAnthropic: "anthropic", PlatformBedrock: "anthropic", PlatformVertex: "anthropic"}
+	dialect, known := want[d.Platform]
+	switch {
+	case d.Platform == "":
+	case !known:
+		v.add(p+".platform", "unknown platform %q: want anthropic, bedrock, vertex (dialect anthropic), openai or azure (dialect openai)", d.Platform)
+	case d.Dialect != "" && dialect != d.Dialect:
+		v.add(p+".platform", "platform %q speaks dialect %s, but the deployment's dialect is %s", d.Platform, dialect, d.Dialect)
+	}
+	if d.AWS != nil && d.Platform != PlatformBedrock {
+		v.add(p+".aws", "aws: applies only to platform bedrock (this deployment's platform is %q)", d.Platform)
+	}
+	if d.Vertex != nil && d.Platform != PlatformVertex {
+		v.add(p+".vertex", "vertex: applies only to platform vertex (this deployment's platform is %q)", d.Platform)
+	}
+	if d.Azure != nil && d.Platform != PlatformAzure {
+		v.add(p+".azure", "azure: applies only to platform azure (this deployment's platform is %q)", d.Platform)
+	}
+	if d.Responses != nil && *d.Responses && d.Dialect != "openai" {
+		v.add(p+".responses", "responses: true applies only to an openai-dialect deployment")
+	}
+	switch d.Platform {
+	case PlatformBedrock:
+		if d.AWS == nil || d.AWS.Region == "" {
+			v.empty(p+".aws.region", "the AWS region of the Bedrock runtime (e.g. us-east-1)")
+		} else {
+			v.token(p+".aws.region", d.AWS.Region)
+		}
+		if d.AWS != nil && (d.AWS.AccessKeyID == "") != (d.AWS.SecretAccessKey == "") {
+			v.add(p+".aws", "access_key_id and secret_access_key go together (leave both out for the default credential chain)")
+		}
+	case PlatformVertex:
+		if d.Vertex == nil || d.Vertex.Project == "" {
+			v.empty(p+".vertex.project", "the Google Cloud project id")
+		}
+		if d.Vertex == nil || d.Vertex.Location == "" {
+			v.empty(p+".vertex.location", "the Vertex AI location (e.g. us-east5, or global)")
+		} else {
+			v.token(p+".vertex.location", d.Vertex.Location)
+		}
+		if d.Vertex != nil && d.Vertex.CredentialsFile != "" {
+			if f, err := os.Open(d.Vertex.CredentialsFile); err != nil {
+				v.add(p+".vertex.credentials_file", "cannot read %q: %v", d.Vertex.CredentialsFile, errors.Unwrap(err))
+			} else {
+				f.Close()
+			}
+		}
+	case PlatformAzure:
+		if d.Azure != nil && d.Azure.APIVersion != "" {
+			v.token(p+".azure.api_version", d.Azure.APIVersion)
+		}
+	}
 }

@@ -100,3 +100,25 @@ func From(err error) *Error {
 func Invalid(param, msg string) error {
 	return &Error{Class: InvalidRequest, Param: param, Msg: msg}
 }
+
+// ShouldRetry is the `x-should-retry` header of an error answer (contract.md round 3), the
+// hint the official SDKs read before their own status rules:
+//
+//   - false for the caller's errors (invalid_request, context_overflow, content_policy,
+//     request_too_large, authentication, permission, model_unavailable), budget and credit
+//     refusals (insufficient_credit) and the gateway's own provider credentials or account
+//     (upstream_auth: a retry meets the same answer until an operator changes it);
+//   - true for rate limits (rate_limited, upstream_rate_limited) and unavailability
+//     (upstream_error, upstream_timeout, upstream_truncated);
+//   - gateway_error: true when it carries a retry-after (every route cooling down, the
+//     in-flight body cap, the shutdown grace), false without one (a model disabled by the
+//     operator, a panic while serving the request).
+func (e *Error) ShouldRetry() bool {
+	switch e.Class {
+	case RateLimited, UpstreamRateLimited, UpstreamError, UpstreamTimeout, UpstreamTruncated:
+		return true
+	case GatewayError:
+		return e.RetryAfter > 0
+	}
+	return false
+}

@@ -38,8 +38,13 @@ func ListenAndServe(ctx context.Context, addr string, d catalog.Dialect, logf fu
 // and returns nil after a shutdown caused by ctx, or the error that stopped serving. It is what
 // `switchyard demo` uses to run its in-process providers on loopback listeners.
 func Serve(ctx context.Context, ln net.Listener, p *Provider) error {
+	return serveHandler(ctx, ln, p)
+}
+
+// serveHandler is Serve for any handler (a platform emulator in front of a Provider).
+func serveHandler(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{
-		Handler:           p,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

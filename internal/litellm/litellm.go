@@ -42,37 +42,40 @@ type provider struct {
 	dialect string // openai | anthropic
 	baseURL string // default base URL; "" requires api_base
 	keyEnv  string // LiteLLM's default API key variable
-	// apiSuffix is appended to api_base (Azure: /openai/v1, Ollama: /v1).
+	// apiSuffix is appended to api_base (Ollama: /v1).
 	apiSuffix string
+	// platform is the service behind the dialect (config.Deployment.Platform) when it is not
+	// the dialect's own API: bedrock, vertex or azure; "" otherwise.
+	platform string
 }
 
 // providers are the LiteLLM prefixes with an OpenAI- or Anthropic-compatible API that takes a
 // bearer (or x-api-key) credential.
 var providers = map[string]provider{
-	"openai":       {"openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", ""},
-	"anthropic":    {"anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", ""},
-	"azure":        {"azure", "openai", "", "AZURE_API_KEY", "/openai/v1"},
-	"gemini":       {"gemini", "openai", "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", ""},
-	"groq":         {"groq", "openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY", ""},
-	"mistral":      {"mistral", "openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", ""},
-	"deepseek":     {"deepseek", "openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", ""},
-	"together_ai":  {"together", "openai", "https://api.together.xyz/v1", "TOGETHERAI_API_KEY", ""},
-	"fireworks_ai": {"fireworks", "openai", "https://api.fireworks.ai/inference/v1", "FIREWORKS_AI_API_KEY", ""},
-	"openrouter":   {"openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", ""},
-	"xai":          {"xai", "openai", "https://api.x.ai/v1", "XAI_API_KEY", ""},
-	"perplexity":   {"perplexity", "openai", "https://api.perplexity.ai", "PERPLEXITYAI_API_KEY", ""},
-	"hosted_vllm":  {"vllm", "openai", "", "", ""},
-	"ollama":       {"ollama", "openai", "http://localhost:11434/v1", "", "/v1"},
-	"ollama_chat":  {"ollama", "openai", "http://localhost:11434/v1", "", "/v1"},
-	"lm_studio":    {"lmstudio", "openai", "http://localhost:1234/v1", "", ""},
+	"openai":       {"openai", "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "", ""},
+	"anthropic":    {"anthropic", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY", "", ""},
+	"azure":        {"azure", "openai", "", "AZURE_API_KEY", "", "azure"},
+	"bedrock":      {"bedrock", "anthropic", "", "", "", "bedrock"},
+	"vertex_ai":    {"vertex", "anthropic", "", "", "", "vertex"},
+	"gemini":       {"gemini", "openai", "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", "", ""},
+	"groq":         {"groq", "openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY", "", ""},
+	"mistral":      {"mistral", "openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", "", ""},
+	"deepseek":     {"deepseek", "openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", "", ""},
+	"together_ai":  {"together", "openai", "https://api.together.xyz/v1", "TOGETHERAI_API_KEY", "", ""},
+	"fireworks_ai": {"fireworks", "openai", "https://api.fireworks.ai/inference/v1", "FIREWORKS_AI_API_KEY", "", ""},
+	"openrouter":   {"openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "", ""},
+	"xai":          {"xai", "openai", "https://api.x.ai/v1", "XAI_API_KEY", "", ""},
+	"perplexity":   {"perplexity", "openai", "https://api.perplexity.ai", "PERPLEXITYAI_API_KEY", "", ""},
+	"hosted_vllm":  {"vllm", "openai", "", "", "", ""},
+	"ollama":       {"ollama", "openai", "http://localhost:11434/v1", "", "/v1", ""},
+	"ollama_chat":  {"ollama", "openai", "http://localhost:11434/v1", "", "/v1", ""},
+	"lm_studio":    {"lmstudio", "openai", "http://localhost:1234/v1", "", "", ""},
 }
 
 // unsupported are prefixes whose API Switchyard cannot call, with the reason.
 var unsupported = map[string]string{
-	"bedrock":                "AWS Bedrock needs SigV4 request signing, which Switchyard does not do; serve these models from the provider's own API (anthropic/, openai/) or an OpenAI-compatible proxy in front of Bedrock",
 	"sagemaker":              "AWS SageMaker needs SigV4 request signing, which Switchyard does not do",
-	"vertex_ai":              "Vertex AI needs short-lived Google OAuth access tokens, which Switchyard does not mint; use gemini/ (Google AI Studio's OpenAI-compatible API with an API key) or anthropic/ for Claude",
-	"vertex_ai_beta":         "Vertex AI needs short-lived Google OAuth access tokens, which Switchyard does not mint",
+	"vertex_ai_beta":         "vertex_ai_beta is not mapped; write vertex_ai/ for Claude on Vertex AI",
 	"cohere":                 "Cohere's API is neither the OpenAI nor the Anthropic wire format",
 	"cohere_chat":            "Cohere's API is neither the OpenAI nor the Anthropic wire format",
 	"replicate":              "Replicate's prediction API is neither the OpenAI nor the Anthropic wire format",
@@ -145,10 +148,34 @@ type outDeployment struct {
 	Name     string     `yaml:"name"`
 	Provider string     `yaml:"provider,omitempty"`
 	Dialect  string     `yaml:"dialect"`
-	BaseURL  string     `yaml:"base_url"`
+	Platform string     `yaml:"platform,omitempty"`
+	BaseURL  string     `yaml:"base_url,omitempty"`
 	APIKey   string     `yaml:"api_key,omitempty"`
+	AWS      *outAWS    `yaml:"aws,omitempty"`
+	Vertex   *outVertex `yaml:"vertex,omitempty"`
+	Azure    *outAzure  `yaml:"azure,omitempty"`
 	Priority int        `yaml:"priority,omitempty"`
 	Routes   []outRoute `yaml:"routes"`
+}
+
+// outAWS, outVertex and outAzure are the platform settings of contract.md round 3 (config.AWS,
+// config.Vertex, config.Azure).
+type outAWS struct {
+	Region          string `yaml:"region"`
+	AccessKeyID     string `yaml:"access_key_id,omitempty"`
+	SecretAccessKey string `yaml:"secret_access_key,omitempty"`
+	SessionToken    string `yaml:"session_token,omitempty"`
+	Profile         string `yaml:"profile,omitempty"`
+}
+
+type outVertex struct {
+	Project         string `yaml:"project"`
+	Location        string `yaml:"location"`
+	CredentialsFile string `yaml:"credentials_file,omitempty"`
+}
+
+type outAzure struct {
+	APIVersion string `yaml:"api_version"`
 }
 
 type outRoute struct {
@@ -313,6 +340,13 @@ func (c *converter) entry(path string, e any) {
 		c.note(path+".model_info.mode", "%q models are not a Switchyard surface (chat and embeddings are); skipped", mode)
 		return
 	}
+	var plat platformSettings
+	if p.platform != "" {
+		var ok bool
+		if upstream, plat, ok = c.platform(path, p, upstream, lp); !ok {
+			return
+		}
+	}
 	base := p.baseURL
 	if ab := str(lp["api_base"]); ab != "" {
 		base = strings.TrimRight(envRef(ab), "/")
@@ -320,7 +354,7 @@ func (c *converter) entry(path string, e any) {
 			base += p.apiSuffix
 		}
 	}
-	if base == "" {
+	if base == "" && p.platform != "bedrock" && p.platform != "vertex" {
 		c.note(path+".litellm_params.api_base", "missing: provider %q has no default base URL; skipped", prefix)
 		return
 	}
@@ -361,16 +395,19 @@ func (c *converter) entry(path string, e any) {
 	if n, ok := num(first(info, "max_output_tokens", "max_tokens")); ok && n > 0 && mo.MaxOutputTokens == 0 {
 		mo.MaxOutputTokens = int(n)
 	}
-	c.route(p, base, key, priority, rt)
+	c.route(p, base, key, priority, plat, rt)
 
-	if prefix == "azure" {
-		if _, ok := lp["api_version"]; ok {
-			c.note(path+".litellm_params.api_version", "not needed: the deployment uses Azure OpenAI's v1 API (%s/...), which takes no api-version; the Azure deployment name is the upstream_model", p.apiSuffix)
-		}
-	}
 	for _, k := range sortedKeys(lp) {
 		switch k {
 		case "model", "api_base", "api_key", "order", "weight":
+		case "aws_region_name", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "aws_profile_name":
+			if prefix != "bedrock" {
+				c.note(path+".litellm_params."+k, "applies only to bedrock/ models; not mapped")
+			}
+		case "vertex_project", "vertex_location", "vertex_credentials":
+			if prefix != "vertex_ai" {
+				c.note(path+".litellm_params."+k, "applies only to vertex_ai/ models; not mapped")
+			}
 		case "api_version":
 			if prefix != "azure" {
 				c.note(path+".litellm_params.api_version", "not mapped (no api-version is sent)")
@@ -404,10 +441,91 @@ func (c *converter) entry(path string, e any) {
 	}
 }
 
-// route adds rt to a deployment of endpoint (p, base, key, priority): the first one that does
-// not route rt's model yet, or a new one.
-func (c *converter) route(p provider, base, key string, priority int, rt outRoute) {
-	group := p.id + "\x00" + base + "\x00" + key + "\x00" + strconv.Itoa(priority)
+// platformSettings are a deployment's platform and its settings block (contract.md round 3),
+// zero for a dialect's own API.
+type platformSettings struct {
+	platform string
+	aws      *outAWS
+	vertex   *outVertex
+	azure    *outAzure
+}
+
+// key identifies the settings within a deployment group.
+func (ps platformSettings) key() string {
+	k := ps.platform
+	if ps.aws != nil {
+		k += "\x00" + ps.aws.Region + "\x00" + ps.aws.AccessKeyID + "\x00" + ps.aws.SecretAccessKey + "\x00" + ps.aws.SessionToken + "\x00" + ps.aws.Profile
+	}
+	if ps.vertex != nil {
+		k += "\x00" + ps.vertex.Project + "\x00" + ps.vertex.Location + "\x00" + ps.vertex.CredentialsFile
+	}
+	if ps.azure != nil {
+		k += "\x00" + ps.azure.APIVersion
+	}
+	return k
+}
+
+// platform maps the model and the platform parameters of a bedrock/, vertex_ai/ or azure/
+// entry: Bedrock serves Anthropic models through InvokeModel (LiteLLM's converse/ and invoke/
+// routes alike), Vertex AI serves Claude through rawPredict, Azure takes api_version. It
+// returns the upstream model and the settings, or false (with a note) when the entry is
+// skipped.
+func (c *converter) platform(path string, p provider, upstream string, lp map[string]any) (string, platformSettings, bool) {
+	ps := platformSettings{platform: p.platform}
+	lpPath := path + ".litellm_params."
+	switch p.platform {
+	case "bedrock":
+		for _, route := range []string{"converse/", "invoke/"} {
+			upstream = strings.TrimPrefix(upstream, route)
+		}
+		if !strings.Contains(upstream, "anthropic.") {
+			c.note(path, "bedrock/%s: Switchyard calls Anthropic models on Bedrock (InvokeModel with the Messages body); other Bedrock models are not mapped; skipped", upstream)
+			return "", ps, false
+		}
+		ps.aws = &outAWS{Region: envRef(str(lp["aws_region_name"])), AccessKeyID: envRef(str(lp["aws_access_key_id"])),
+			SecretAccessKey: envRef(str(lp["aws_secret_access_key"])), SessionToken: envRef(str(lp["aws_session_token"])),
+			Profile: envRef(str(lp["aws_profile_name"]))}
+		if ps.aws.Region == "" {
+			ps.aws.Region = "${AWS_REGION_NAME}"
+			c.note(lpPath+"aws_region_name", "missing: the output reads ${AWS_REGION_NAME}, as LiteLLM does")
+		}
+		if ps.aws.AccessKeyID == "" {
+			c.note(lpPath+"aws_access_key_id", "absent: the AWS SDK's default credential chain applies (environment, shared config and profile, web identity, container and instance roles)")
+		}
+	case "vertex":
+		if !strings.HasPrefix(upstream, "claude-") {
+			c.note(path, "vertex_ai/%s: Switchyard calls Claude on Vertex AI; for Gemini use gemini/ (the Gemini API's OpenAI-compatible endpoint); skipped", upstream)
+			return "", ps, false
+		}
+		ps.vertex = &outVertex{Project: envRef(str(lp["vertex_project"])), Location: envRef(str(lp["vertex_location"]))}
+		if ps.vertex.Project == "" {
+			ps.vertex.Project = "${VERTEXAI_PROJECT}"
+			c.note(lpPath+"vertex_project", "missing: the output reads ${VERTEXAI_PROJECT}, as LiteLLM does")
+		}
+		if ps.vertex.Location == "" {
+			ps.vertex.Location = "${VERTEXAI_LOCATION}"
+			c.note(lpPath+"vertex_location", "missing: the output reads ${VERTEXAI_LOCATION}, as LiteLLM does")
+		}
+		switch cred := str(lp["vertex_credentials"]); {
+		case cred == "":
+			c.note(lpPath+"vertex_credentials", "absent: Google's Application Default Credentials apply")
+		case strings.HasPrefix(strings.TrimSpace(cred), "{"):
+			c.note(lpPath+"vertex_credentials", "inline service-account JSON is not copied: save it to a file and set vertex.credentials_file")
+		default:
+			ps.vertex.CredentialsFile = envRef(cred)
+		}
+	case "azure":
+		if v := str(lp["api_version"]); v != "" {
+			ps.azure = &outAzure{APIVersion: envRef(v)}
+		}
+	}
+	return upstream, ps, true
+}
+
+// route adds rt to a deployment of endpoint (p, base, key, priority, platform settings): the
+// first one that does not route rt's model yet, or a new one.
+func (c *converter) route(p provider, base, key string, priority int, ps platformSettings, rt outRoute) {
+	group := p.id + "\x00" + base + "\x00" + key + "\x00" + strconv.Itoa(priority) + "\x00" + ps.key()
 	for _, d := range c.groups[group] {
 		if !routes(d, rt.Model) {
 			d.Routes = append(d.Routes, rt)
@@ -419,7 +537,8 @@ func (c *converter) route(p provider, base, key string, priority int, rt outRout
 		name = p.id + "-" + strconv.Itoa(n)
 	}
 	c.depNames[name] = true
-	d := &outDeployment{Name: name, Dialect: p.dialect, BaseURL: base, APIKey: key, Priority: priority, Routes: []outRoute{rt}}
+	d := &outDeployment{Name: name, Dialect: p.dialect, BaseURL: base, APIKey: key, Priority: priority, Routes: []outRoute{rt},
+		Platform: ps.platform, AWS: ps.aws, Vertex: ps.vertex, Azure: ps.azure}
 	if name != p.id {
 		d.Provider = p.id
 	}

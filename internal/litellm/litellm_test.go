@@ -47,7 +47,11 @@ func TestGolden(t *testing.T) {
 			golden(t, "testdata/"+name+".notes", []byte(nb.String()))
 
 			for _, m := range envRefRe.FindAllSubmatch(out, -1) {
-				t.Setenv(string(m[1]), "https://set-by-test.example.com")
+				v := "https://set-by-test.example.com"
+				if name := string(m[1]); strings.HasSuffix(name, "_LOCATION") || strings.HasSuffix(name, "_REGION_NAME") {
+					v = "us-east5" // a region or location, not a URL
+				}
+				t.Setenv(string(m[1]), v)
 			}
 			cfg, err := config.Parse("switchyard.yaml", out)
 			if err != nil {
@@ -88,6 +92,9 @@ var mapped = map[string]bool{
 	"litellm_params.output_cost_per_token": true, "model_info.max_input_tokens": true, "model_info.max_output_tokens": true,
 	"model_info.max_tokens": true, "model_info.input_cost_per_token": true, "model_info.output_cost_per_token": true,
 	"model_info.mode": true, "model_info.id": true,
+	"litellm_params.aws_region_name": true, "litellm_params.aws_access_key_id": true, "litellm_params.aws_secret_access_key": true,
+	"litellm_params.aws_session_token": true, "litellm_params.aws_profile_name": true, "litellm_params.vertex_project": true,
+	"litellm_params.vertex_location": true, "litellm_params.vertex_credentials": true, "litellm_params.api_version": true,
 	"router_settings.routing_strategy": true, "router_settings.cooldown_time": true, "router_settings.stream_timeout": true,
 	"router_settings.model_group_alias": true,
 }

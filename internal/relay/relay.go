@@ -91,8 +91,20 @@ type Request struct {
 	// ReservedMaxUSD is the request's reserve in USD, recorded on each attempt as
 	// reserved_max_usd (R-AUDIT-2).
 	ReservedMaxUSD float64
+	// Gate, when set, is called once before the commit (the first byte to the caller): the
+	// request's ledger reserve is made durable there, while the upstream call ran beside its
+	// group commit (billing.Reservation.Secure; issue 24 item 1). An error refuses the commit:
+	// the attempt fails with it (a gateway_error: no failover, no circuit count) and nothing
+	// of the response reaches the caller.
+	Gate Gate
 	// plan is Run's plan, for the debug member.
 	plan *plan.Plan
+}
+
+// Gate is a request's commit gate (Request.Gate): *billing.Reservation.
+type Gate interface {
+	// Secure returns nil when the request may commit.
+	Secure(ctx context.Context) error
 }
 
 // Fallback is one fallback model of a request: its resolution (upstream ids, billing price,
@@ -357,7 +369,7 @@ chain:
 			}
 			held = tk
 			res.Attempts = append(res.Attempts, audit.Attempt{
-				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider,
+				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider, Platform: string(dep.Platform),
 				Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
 				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(), ReservedMaxUSD: req.ReservedMaxUSD,
 			})
@@ -412,8 +424,14 @@ chain:
 		cp := *fe
 		cp.RetryAfter = minRetryAfter
 		fe = &cp
+	} else if fe.Class == failure.UpstreamError && fe.UpstreamStatus == http.StatusServiceUnavailable && fe.Status == 0 {
+		// The provider said it is unavailable: the caller gets its 503 and its retry-after
+		// (docs/errors.md "Upstream 529 and 503"), still upstream_error.
+		cp := *fe
+		cp.Status = http.StatusServiceUnavailable
+		fe = &cp
 	}
-	res.Status, res.Class = fe.Class.Status(), fe.Class
+	res.Status, res.Class = fe.HTTPStatus(), fe.Class
 	req.writeError(w, fe, &res, sc.out[:0])
 	return res
 }
@@ -424,7 +442,9 @@ func (rl *Relay) cancelled(res *Result) Result {
 }
 
 // errShuttingDown answers a request that the shutdown grace ended before commit.
-var errShuttingDown = &failure.Error{Class: failure.GatewayError, Msg: "the gateway is shutting down; retry the request"}
+// It carries retry-after 1 s (x-should-retry true): another replica, or this one restarted,
+// serves the retry.
+var errShuttingDown = &failure.Error{Class: failure.GatewayError, RetryAfter: time.Second, Msg: "the gateway is shutting down; retry the request"}
 
 // ended ends a request whose context ended before commit: the caller went away (cancelled,
 // nothing to write), or the gateway is shutting down (failure.ErrShutdown): the caller is
@@ -590,6 +610,9 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 		}
 		r.estimated = true
 	}
+	if err := r.gate(ctx); err != nil {
+		return err
+	}
 	ms := msSince(r.a.DispatchedAt, time.Now())
 	r.a.FirstTokenMS = &ms
 	r.commit(false)
@@ -692,6 +715,9 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			}
 			if !r.res.Committed {
 				call.Output() // the first-output deadline is met
+				if err := r.gate(ctx); err != nil {
+					return err
+				}
 				ms := msSince(r.a.DispatchedAt, time.Now())
 				r.a.FirstTokenMS = &ms
 				r.commit(true)
@@ -806,6 +832,14 @@ func (rl *Relay) callerGone(r *attemptRun) error {
 	r.res.Usage, r.res.UsageSeen = r.sc.st.Usage, r.sc.st.UsageSeen
 	r.finishUsage(r.sc.st.Usage, r.sc.st.UsageSeen)
 	return &failure.Error{Class: failure.Cancelled, Msg: "the caller went away"}
+}
+
+// gate runs the request's commit gate (Request.Gate) before its first commit.
+func (r *attemptRun) gate(ctx context.Context) error {
+	if r.req.Gate == nil {
+		return nil
+	}
+	return r.req.Gate.Secure(ctx)
 }
 
 // commit writes the response headers: from here on the request never switches (R-FAIL-3).
@@ -934,8 +968,8 @@ func costUSD(u dialect.Usage, p *catalog.Price) (float64, catalog.Rates) {
 }
 
 // WriteError writes a caller-facing error in the codec's dialect: the status of the class, the
-// contract's headers (x-switchyard-error-code, retry-after, x-switchyard-limit-kind,
-// x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
+// contract's headers (x-switchyard-error-code, x-should-retry, retry-after,
+// x-switchyard-limit-kind, x-switchyard-attempts) and the error body. buf is scratch space (may be nil).
 func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failure.Error, attempts int, buf []byte) {
 	writeErrorHeaders(w.Header(), fe, attempts)
 	status := fe.HTTPStatus()
@@ -946,11 +980,19 @@ func WriteError(w http.ResponseWriter, codec Codec, requestID string, fe *failur
 	_, _ = w.Write(codec.AppendErrorBody(buf, fe, requestID))
 }
 
+// The x-should-retry values (failure.Error.ShouldRetry), shared: nothing mutates them.
+var shouldRetryTrue, shouldRetryFalse = []string{"true"}, []string{"false"}
+
 // writeErrorHeaders sets the headers of an error response (WriteError).
 func writeErrorHeaders(h http.Header, fe *failure.Error, attempts int) {
 	h["Content-Type"] = jsonValue
 	h["X-Switchyard-Error-Code"] = []string{string(fe.Class)}
 	h["X-Switchyard-Attempts"] = attemptsValue(attempts)
+	if fe.ShouldRetry() {
+		h["X-Should-Retry"] = shouldRetryTrue
+	} else {
+		h["X-Should-Retry"] = shouldRetryFalse
+	}
 	if fe.RetryAfter > 0 {
 		secs := int((fe.RetryAfter + time.Second - 1) / time.Second)
 		h["Retry-After"] = []string{strconv.Itoa(secs)}

@@ -41,7 +41,26 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 	}
 	s.box = box
 	s.replica = accounts.NewID("rep")
-	s.ledger = accounts.NewWriter(o.Accounts, accounts.WriterOptions{Logf: s.logf, Replica: s.replica})
+	wo := accounts.WriterOptions{Logf: s.logf, Replica: s.replica}
+	if js, ok := o.Accounts.(journaled); ok && js.LedgerJournalDir() != "" {
+		// The embedded store: reserves are secured at commit in a local journal, and the
+		// journals of processes that died are written to the ledger now, before the reconciler
+		// starts (it closes them; docs/deploy.md "A replica killed").
+		dir := js.LedgerJournalDir()
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		n, err := accounts.ReplayJournals(ctx, dir, s.replica, o.Accounts)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			s.logf("ledger: %d reserves replayed from the journals of a process that did not drain its ledger writer; the reconciliation closes them", n)
+		}
+		if wo.Journal, err = accounts.OpenJournal(dir, s.replica); err != nil {
+			return err
+		}
+	}
+	s.ledger = accounts.NewWriter(o.Accounts, wo)
 	if rs, ok := o.Accounts.(accounts.ReplicaStore); ok {
 		s.reconciler = accounts.NewReconciler(o.Accounts, rs, s.replica, accounts.ReconcilerOptions{
 			Audit: s.auditEnd, Logf: s.logf, Count: func(mark string) { s.metrics.reconciled.WithLabelValues(mark).Inc() }})
@@ -63,6 +82,10 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 	}
 	return s.cache.Reload(ctx)
 }
+
+// journaled is a store whose ledger reserves are secured in a local journal (the embedded
+// store: sqlite.DB.LedgerJournalDir); "" keeps none.
+type journaled interface{ LedgerJournalDir() string }
 
 // syncBalance hands a reloaded prepaid balance to an in-memory admission store, so that a
 // replica without a shared store sees credits made through another within one reload; the

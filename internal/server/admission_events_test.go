@@ -121,8 +121,8 @@ func TestAuditRouteContextAndCircuitEvents(t *testing.T) {
 
 	// Every route cooling down: the refusal is an event after the drops.
 	g.Fakes["d"].Script(fp.Behavior{Kind: fp.KindStatus, Status: 503})
-	if resp, _ = icPost(t, g.URL, "/v1/chat/completions", `{"model":"m-a","messages":[{"role":"user","content":"x"}]}`); resp.StatusCode != 502 {
-		t.Fatalf("m-a on a failing d: %d", resp.StatusCode)
+	if resp, _ = icPost(t, g.URL, "/v1/chat/completions", `{"model":"m-a","messages":[{"role":"user","content":"x"}]}`); resp.StatusCode != 503 {
+		t.Fatalf("m-a on a failing d: %d, want the provider's 503", resp.StatusCode)
 	}
 	resp, _ = icPost(t, g.URL, "/v1/chat/completions", `{"model":"m-a","messages":[{"role":"user","content":"x"}]}`)
 	if resp.StatusCode != 503 || resp.Header.Get("X-Switchyard-Limit-Kind") != "health" {

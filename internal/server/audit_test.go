@@ -69,7 +69,7 @@ func TestEveryResponseSaysHowItWasServed(t *testing.T) {
 		{"unknown model", catalog.OpenAI, "POST", "/v1/chat/completions", icChatBody("nope", false), 404, "model_unavailable"},
 		{"bad json", catalog.Anthropic, "POST", "/v1/messages", `{`, 400, "invalid_request"},
 		{"n > 1", catalog.OpenAI, "POST", "/v1/chat/completions", `{"model":"gpt-4o-mini","n":2,"messages":[]}`, 400, "invalid_request"},
-		{"every attempt failed", catalog.Anthropic, "POST", "/v1/messages", icMsgBody("claude-haiku-4-5", false), 502, "upstream_error"},
+		{"every attempt failed", catalog.Anthropic, "POST", "/v1/messages", icMsgBody("claude-haiku-4-5", false), 503, "upstream_error"}, // the providers answered 503
 		{"no such endpoint", catalog.OpenAI, "POST", "/v1/nothing-here", `{}`, 404, "invalid_request"},
 		{"unknown generation", catalog.OpenAI, "GET", "/v1/generation?id=req_000000000000000000000000", "", 404, "invalid_request"},
 		{"generation without id", catalog.OpenAI, "GET", "/v1/generation", "", 400, "invalid_request"},

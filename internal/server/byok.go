@@ -46,7 +46,10 @@ func (s *Server) byokDeployment(conn *accounts.Connection) *byokDeployment {
 		cur = s.live.Load()
 	}
 	d := &catalog.Deployment{Name: conn.Deployment(), Provider: conn.Provider, Dialect: catalog.Dialect(conn.Dialect),
-		BaseURL: conn.BaseURL, BYOK: true}
+		BaseURL: conn.BaseURL, BYOK: true, Platform: catalog.PlatformOpenAI}
+	if d.Dialect == catalog.Anthropic {
+		d.Platform = catalog.PlatformAnthropic // a caller's own connection is the dialect's own API
+	}
 	bd := &byokDeployment{dep: d, routes: make(map[string]*catalog.Route, len(conn.Models))}
 	key, err := cur.box.Open(conn.APIKey) // sealed in the store when store.secret_key is set
 	if err != nil {

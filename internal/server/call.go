@@ -131,6 +131,9 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
 		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording(),
 		Events: &rec.AdmissionEvents, Debug: pr.debug, ReservedMaxUSD: float64(reserve) / 1e6}
+	if res.Queued() {
+		cs.req.Gate = res // the reserve made durable at the commit, not before dispatch
+	}
 	if sf.form {
 		cs.req.ContentType = r.Header["Content-Type"] // the caller's boundary: the body keeps it
 	}

@@ -225,14 +225,14 @@ func TestDebugRouting(t *testing.T) {
 		_, err := oc.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(promptMarker)}}, openaiopt.WithJSONSet("extra", obj))
 		var apiErr *openai.Error
-		if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Type != "api_error" {
-			t.Fatalf("want a 502 *openai.Error, got %v", err)
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Type != "api_error" {
+			t.Fatalf("want a 503 *openai.Error (the providers' 503), got %v", err)
 		}
 		fail("oa-primary")
 		fail("oa-backup")
 		resp, b := icPost(t, g.URL, "/v1/chat/completions", `{"model":"gpt-4o-mini","extra":{"debug":["routing"]},"messages":[{"role":"user","content":"x"}]}`)
 		dbg := gjson.GetBytes(b, "debug.routing")
-		if got := dbg.Get("attempts.#.outcome").Raw; resp.StatusCode != 502 || got != `["failed","failed"]` ||
+		if got := dbg.Get("attempts.#.outcome").Raw; resp.StatusCode != 503 || got != `["failed","failed"]` ||
 			strings.Contains(dbg.Raw, "overloaded") || gjson.GetBytes(b, "error.metadata.error_type").String() != "upstream_error" {
 			t.Errorf("debug of a failed request: %d %s", resp.StatusCode, b)
 		}

@@ -48,7 +48,9 @@ admin:
 // same amount as the reserve), never both; the reserve reads back older than its end; only a
 // settle changes the balance. A request held to rate limits only, or to nothing, holds no money:
 // its reserve is of 0 (the trace of its dispatch, for the crash reconciliation), then its settle
-// or its release of 0; a request refused at admission leaves nothing.
+// or its release of 0; a request refused at admission leaves nothing. An end written before its
+// reserve reached the store takes the reserve's place: the end alone, the release of the
+// reserved amount (issue 27 item 2).
 func TestLedgerReserveSettleRelease(t *testing.T) {
 	t.Parallel()
 	const budget = `{"limits":{"budget_usd":1,"budget_period":"total"}}`
@@ -68,7 +70,7 @@ func TestLedgerReserveSettleRelease(t *testing.T) {
 			0, []string{"reserve", "release"}},
 		{"budget served", "unmetered", budget, "", nil, 200, []string{"reserve", "settle"}},
 		{"budget, all deployments fail", "unmetered", budget, "", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 503},
-			502, []string{"reserve", "release"}},
+			503, []string{"reserve", "release"}},
 		{"rate limits only: no money held", "unmetered", `{"limits":{"rpm":100}}`, "", nil, 200, []string{"reserve", "settle"}},
 		{"no limits, all deployments fail", "unmetered", `{}`, "", &fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 500},
 			502, []string{"reserve", "release"}},
@@ -147,7 +149,8 @@ func testLedgerCase(t *testing.T, be storeBackend, billing, keySettings, creditU
 			}
 		}
 		slices.Reverse(es)
-		if len(es) >= len(wantKinds) || time.Now().After(deadline) {
+		ended := len(wantKinds) > 0 && len(es) > 0 && es[len(es)-1].Get("kind").String() == wantKinds[len(wantKinds)-1]
+		if ended || (len(wantKinds) == 0 && len(es) > 0) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond) // polling the store with a deadline, not synchronising
@@ -156,8 +159,11 @@ func testLedgerCase(t *testing.T, be storeBackend, billing, keySettings, creditU
 	for _, e := range es {
 		kinds = append(kinds, e.Get("kind").String())
 	}
-	if !slices.Equal(kinds, wantKinds) {
-		t.Fatalf("ledger kinds, oldest first: %v; want %v (%s)", kinds, wantKinds, ledger.Raw)
+	// The end may have taken its reserve's place (the writer had not yet written the reserve:
+	// one row; issue 27 item 2).
+	inPlace := len(wantKinds) == 2 && slices.Equal(kinds, wantKinds[1:])
+	if !slices.Equal(kinds, wantKinds) && !inPlace {
+		t.Fatalf("ledger kinds, oldest first: %v; want %v or its end alone (%s)", kinds, wantKinds, ledger.Raw)
 	}
 	if rid == "" && len(es) > 0 {
 		rid = es[0].Get("request_id").String() // the cancelled request's
@@ -174,6 +180,12 @@ func testLedgerCase(t *testing.T, be storeBackend, billing, keySettings, creditU
 				t.Errorf("reserve %s; audited reserve %d micro-USD (0 without money held), model gpt-4o-mini, no deployment", e.Raw, reserved)
 			}
 		case "release", "settle":
+			if inPlace {
+				if kind == "release" && ((amount <= 0) == holdsMoney || (holdsMoney && reserved != 0 && amount != reserved) || e.Get("deployment").String() != "") {
+					t.Errorf("release %s in its reserve's place does not return the audited reserve %d", e.Raw, reserved)
+				}
+				break
+			}
 			if i != 1 || es[0].Get("kind").String() != "reserve" {
 				break // a settle without a reserve: checked by the kinds
 			}

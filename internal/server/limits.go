@@ -31,47 +31,29 @@ func newAdmission(c config.Admission, now func() time.Time, seeder admission.See
 	return nil, errors.New("admission: unsupported admission.url scheme " + scheme)
 }
 
-// ledgerSeeder reads the admission store's seeds from the store of accounts (R-BILL-4): a
-// layer's spend is the sum of its settles in the ledger, a prepaid balance the stored balance
-// minus this process's settles not yet written. Without a store of accounts (or one that cannot
-// sum its ledger) every counter starts at zero.
+// ledgerSeeder reads the admission store's seeds from the store of accounts and this process's
+// ledger writer (accounts.Seeder, R-BILL-4): a layer's spend is its settles in the ledger plus
+// those still queued, a prepaid balance the stored balance minus the queued settles. Without a
+// store of accounts (or one that cannot sum its ledger) every counter starts at zero. It reads
+// the server's fields at each seed, as they are set after the admission store is built.
 type ledgerSeeder struct{ s *Server }
+
+func (l ledgerSeeder) seeder() accounts.Seeder {
+	sd := accounts.Seeder{Store: l.s.accts, Writer: l.s.ledger, Timeout: storeTimeout}
+	if c := l.s.cache; c != nil {
+		sd.Workspace = c.KeyWorkspace
+	}
+	return sd
+}
 
 // SpentMicroUSD implements admission.Seeder.
 func (l ledgerSeeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id string, from time.Time) (int64, error) {
-	sr, ok := l.s.accts.(accounts.SpendReader)
-	if !ok {
-		return 0, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	f := accounts.SettleFilter{From: from}
-	switch scope {
-	case admission.ScopeKey:
-		f.KeyID = id
-	case admission.ScopeWorkspace:
-		f.WorkspaceID = id
-	default:
-		f.AccountID = id
-	}
-	return sr.SettledMicroUSD(ctx, f)
+	return l.seeder().SpentMicroUSD(ctx, scope, id, from)
 }
 
 // BalanceMicroUSD implements admission.Seeder.
 func (l ledgerSeeder) BalanceMicroUSD(ctx context.Context, accountID string) (int64, error) {
-	if l.s.accts == nil {
-		return 0, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	a, err := l.s.accts.Account(ctx, accountID)
-	if errors.Is(err, accounts.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return a.BalanceMicroUSD - l.s.ledger.Pending(accountID), nil
+	return l.seeder().BalanceMicroUSD(ctx, accountID)
 }
 
 // toLimits converts a validated configuration layer's limits.

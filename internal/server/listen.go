@@ -137,7 +137,7 @@ func (s *Server) append431(dst, line []byte) []byte {
 	dst = append(dst, rid...)
 	dst = append(dst, "\r\nX-Switchyard-Error-Code: "...)
 	dst = append(dst, fe.Class...)
-	dst = append(dst, "\r\nContent-Length: "...)
+	dst = append(dst, "\r\nX-Should-Retry: false\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(body)), 10)
 	dst = append(dst, "\r\nConnection: close\r\n\r\n"...)
 	return append(dst, body...)

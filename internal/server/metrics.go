@@ -12,6 +12,7 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/telemetry"
 )
 
 // latencyBuckets are the classic buckets of every latency histogram, in seconds: 10 ms to 120 s,
@@ -44,6 +45,8 @@ type metrics struct {
 	refusals *prometheus.CounterVec
 	// reconciled counts the ledger entries the crash reconciliation wrote, by mark.
 	reconciled *prometheus.CounterVec
+	// genai are the GenAI semantic conventions' client histograms (genai.go).
+	genai *genaiMetrics
 
 	mu     sync.RWMutex
 	reqs   map[requestLabels]*requestSeries
@@ -69,7 +72,7 @@ type requestSeries struct {
 
 // attemptLabels are the labels of switchyard_attempts_total.
 type attemptLabels struct {
-	surface, model, deployment, provider, outcome, code string
+	surface, model, deployment, provider, platform, outcome, code string
 }
 
 // attemptSeries are an attempt label set's counter and its route's series.
@@ -102,8 +105,8 @@ func newMetrics() *metrics {
 		Name: "switchyard_requests_total", Help: "Model calls by surface, catalog model, status and final failure class.",
 	}, []string{"surface", "model", "status", "error_code"})
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by surface, catalog model, deployment (\"byok\" for every caller's own connection), provider, outcome and failure class.",
-	}, []string{"surface", "model", "deployment", "provider", "outcome", "error_code"})
+		Name: "switchyard_attempts_total", Help: "Physical upstream attempts by surface, catalog model, deployment (\"byok\" for every caller's own connection), provider, platform (openai, anthropic, bedrock, vertex, azure), outcome and failure class.",
+	}, []string{"surface", "model", "deployment", "provider", "platform", "outcome", "error_code"})
 	m.duration = histogram("switchyard_request_duration_seconds",
 		"Seconds from a model call's arrival to its last byte, by surface, catalog model and stream (true, false).", "surface", "model", "stream")
 	route := []string{"model", "deployment", "provider"}
@@ -130,6 +133,7 @@ func newMetrics() *metrics {
 	}, []string{"mark"})
 	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals, m.reconciled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.genai = newGenAIMetrics(m.reg)
 	return m
 }
 
@@ -172,6 +176,9 @@ type seriesCache struct {
 	rs  *requestSeries
 	att attemptLabels
 	as  *attemptSeries
+	// gk and genai are the last attempt's GenAI label set and series (genai.go).
+	gk    telemetry.GenAIAttempt
+	genai *genaiSeries
 }
 
 // observe counts one finished model call: the request, each attempt, and each attempt's
@@ -199,7 +206,7 @@ func (m *metrics) observe(rec *audit.Record, model string, gaps *relay.Gaps, c *
 		if strings.HasPrefix(dep, accounts.ConnectionPrefix) {
 			dep = "byok" // one series for every caller's own connection: the label set stays bounded
 		}
-		ak := attemptLabels{rec.Surface, a.Model, dep, a.Provider, a.Outcome, a.ErrorCode}
+		ak := attemptLabels{rec.Surface, a.Model, dep, a.Provider, a.Platform, a.Outcome, a.ErrorCode}
 		as := c.as
 		if as == nil || c.att != ak {
 			as = m.attempt(ak)
@@ -286,7 +293,7 @@ func (m *metrics) attempt(k attemptLabels) *attemptSeries {
 			r.tokens[i] = m.tokens.WithLabelValues(rk.model, rk.deployment, rk.provider, kind)
 		}
 	}
-	s = &attemptSeries{count: m.attempts.WithLabelValues(k.surface, k.model, k.deployment, k.provider, k.outcome, k.code)}
+	s = &attemptSeries{count: m.attempts.WithLabelValues(k.surface, k.model, k.deployment, k.provider, k.platform, k.outcome, k.code)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old := m.routes[rk]; old != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/switchyard-gw/switchyard/internal/audit"
 	"github.com/switchyard-gw/switchyard/internal/relay"
+	"github.com/switchyard-gw/switchyard/internal/telemetry"
 )
 
 func ms(v float64) *float64 { return &v }
@@ -17,9 +19,9 @@ func ms(v float64) *float64 { return &v }
 func metricsRecord() *audit.Record {
 	return &audit.Record{RequestID: "req_1", Surface: SurfaceChat, Model: "caller-string", Status: 200, Stream: true, DurationMS: 1500,
 		Attempts: []audit.Attempt{
-			{Attempt: 1, Deployment: "oa-primary", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeFailed,
+			{Attempt: 1, Deployment: "oa-primary", Provider: "openai", Platform: "azure", Model: "gpt-4o", Outcome: audit.OutcomeFailed,
 				ErrorCode: "upstream_rate_limited", HeadersMS: ms(40)},
-			{Attempt: 2, Deployment: "byok:conn_123", Provider: "openai", Model: "gpt-4o", Outcome: audit.OutcomeCompleted,
+			{Attempt: 2, Deployment: "byok:conn_123", Provider: "openai", Platform: "openai", Model: "gpt-4o", Outcome: audit.OutcomeCompleted,
 				HeadersMS: ms(120), FirstTokenMS: ms(300), CostUSD: 0.0025,
 				Tokens: audit.Tokens{Input: 100, Cached: 20, CacheWrite: 5, Output: 50, Reasoning: 10}},
 		}}
@@ -38,10 +40,10 @@ func TestMetricsObserve(t *testing.T) {
 	if got := value(t, m.requests.WithLabelValues(SurfaceChat, "gpt-4o", "200", "")); got != 3 {
 		t.Errorf("requests = %v, want 3", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "failed", "upstream_rate_limited")); got != 3 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "azure", "failed", "upstream_rate_limited")); got != 3 {
 		t.Errorf("failed attempts = %v, want 3", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "byok", "openai", "completed", "")); got != 3 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "byok", "openai", "openai", "completed", "")); got != 3 {
 		t.Errorf("byok attempts = %v, want 3", got)
 	}
 	for kind, want := range map[string]float64{"input": 300, "cached": 60, "cache_write": 15, "output": 150, "reasoning": 30} {
@@ -140,13 +142,13 @@ func TestMetricsSeriesCache(t *testing.T) {
 			t.Errorf("requests %v = %v, want 3", tc.labels, got)
 		}
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "completed", "")); got != 6 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "", "completed", "")); got != 6 {
 		t.Errorf("completed attempts = %v, want 6 (3 gpt-4o requests and 3 of the other model's route, one attempt label set)", got)
 	}
-	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "failed", "upstream_error")); got != 3 {
+	if got := value(t, m.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "", "failed", "upstream_error")); got != 3 {
 		t.Errorf("failed attempts = %v, want 3", got)
 	}
-	if got := value(t, other.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "completed", "")); got != 3 {
+	if got := value(t, other.attempts.WithLabelValues(SurfaceChat, "gpt-4o", "oa-primary", "openai", "", "completed", "")); got != 3 {
 		t.Errorf("other metrics' attempts = %v, want 3", got)
 	}
 }
@@ -169,4 +171,46 @@ func hist(t *testing.T, o prometheus.Observer) (uint64, float64) {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// observeGenAI records the GenAI client histograms of each attempt under the semconv's
+// Prometheus names, without allocating once the label sets were seen (OTLP off): tokens only
+// for an attempt with known usage, the first chunk only for a streamed attempt that had one,
+// error_type on the failed attempt's duration; a caller's own connection has no server address.
+func TestObserveGenAI(t *testing.T) {
+	s := &Server{metrics: newMetrics(), peers: map[string]genaiPeer{
+		"oa-primary": {peer: telemetry.PeerOf("https://api.openai.com/v1"), provider: "openai"}}}
+	rec := metricsRecord()
+	t0 := time.Unix(1700000000, 0)
+	rec.Attempts[0].DispatchedAt, rec.Attempts[0].EndedAt = t0, t0.Add(250*time.Millisecond)
+	rec.Attempts[1].DispatchedAt, rec.Attempts[1].UsageProvenance = t0.Add(time.Second), audit.ProvenanceObserved
+	end := t0.Add(3 * time.Second)
+	var c seriesCache
+	s.observeGenAI(rec, end, &c, nil)
+	// AllocsPerRun runs it once more to warm up: 102 calls in all.
+	if n := testing.AllocsPerRun(100, func() { s.observeGenAI(rec, end, &c, nil) }); n != 0 {
+		t.Errorf("%v allocations per observed request, want 0", n)
+	}
+	g := s.metrics.genai
+	failed := g.get(telemetry.GenAIAttempt{Operation: "chat", Provider: "openai", Model: "gpt-4o",
+		Peer: telemetry.Peer{Address: "api.openai.com", Port: 443}, ErrorType: "upstream_rate_limited"})
+	if n, sum := hist(t, failed.duration); n != 102 || sum != 102*0.25 {
+		t.Errorf("failed attempt's duration: %d observations, sum %v; want 102 of 0.25 s", n, sum)
+	}
+	if n, _ := hist(t, failed.input); n != 0 {
+		t.Errorf("the failed attempt (no usage) recorded %d token observations", n)
+	}
+	byok := g.get(telemetry.GenAIAttempt{Operation: "chat", Provider: "openai", Model: "gpt-4o"})
+	if n, sum := hist(t, byok.input); n != 102 || sum != 102*125 {
+		t.Errorf("input tokens: %d observations, sum %v; want 102 of 125 (input + cached + cache write)", n, sum)
+	}
+	if n, sum := hist(t, byok.output); n != 102 || sum != 102*50 {
+		t.Errorf("output tokens: %d, %v", n, sum)
+	}
+	if n, sum := hist(t, byok.duration); n != 102 || sum != 102*2 {
+		t.Errorf("served attempt's duration (to the call's end): %d, %v", n, sum)
+	}
+	if n, sum := hist(t, byok.firstChunk); n != 102 || math.Abs(sum-102*0.3) > 1e-9 {
+		t.Errorf("first chunk: %d, %v", n, sum)
+	}
 }

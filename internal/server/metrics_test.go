@@ -121,7 +121,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	counter("switchyard_requests_total", 1, sf, md, "status=429", "error_code=upstream_rate_limited")
 	att := func(dep, prov, outcome, code string, want float64) {
 		t.Helper()
-		counter("switchyard_attempts_total", want, sf, md, "deployment="+dep, "provider="+prov, "outcome="+outcome, "error_code="+code)
+		counter("switchyard_attempts_total", want, sf, md, "deployment="+dep, "provider="+prov, "platform=openai", "outcome="+outcome, "error_code="+code)
 	}
 	att("oa-primary", "openai", "failed", "upstream_error", 1)
 	att("oa-backup", "reseller", "completed", "", 1)

@@ -62,6 +62,11 @@ func (s *Server) finish(rec *audit.Record, start time.Time, ob *callObs) {
 	}
 	if !s.opts.MetricsOff {
 		s.metrics.observe(rec, ob.model, &ob.gaps, &ob.series)
+		var otel *telemetry.GenAIMetrics
+		if s.tracing != nil {
+			otel = s.tracing.GenAI
+		}
+		s.observeGenAI(rec, end, &ob.series, otel)
 		if ob.refused != "" && ob.refused != "health" && ob.refused != LimitKindInflightBody { // not caller limits
 			s.metrics.refused(ob.refused)
 		}

@@ -302,7 +302,7 @@ func TestPolicyOrderAndAttemptLimit(t *testing.T) {
 	}
 	f.g.Fakes["oa-backup"].Script(fakeprovider.Behavior{Kind: fakeprovider.KindStatus, Status: 503})
 	resp, b = icPost(t, f.g.URL, "/v1/chat/completions", body, "Authorization", "Bearer "+f.secret)
-	if resp.StatusCode != 502 || resp.Header.Get("X-Switchyard-Attempts") != "1" || f.g.Fakes["oa-primary"].Hits() != 0 {
+	if resp.StatusCode != 503 || resp.Header.Get("X-Switchyard-Attempts") != "1" || f.g.Fakes["oa-primary"].Hits() != 0 {
 		t.Fatalf("attempt limit 1: %d %s attempts %s, primary hits %d", resp.StatusCode, b,
 			resp.Header.Get("X-Switchyard-Attempts"), f.g.Fakes["oa-primary"].Hits())
 	}

@@ -96,8 +96,11 @@ func regionFailover() *RegionFailover {
 
 // RouteCandidate is one candidate of a RoutePlan.
 type RouteCandidate struct {
-	Deployment    string  `json:"deployment"`
-	Provider      string  `json:"provider"`
+	Deployment string `json:"deployment"`
+	Provider   string `json:"provider"`
+	// Platform is the service behind the deployment's dialect: openai, anthropic, bedrock,
+	// vertex or azure (contract.md, round 3).
+	Platform      string  `json:"platform"`
 	Model         string  `json:"model"`          // the catalog model id of the route
 	UpstreamModel string  `json:"upstream_model"` // the id sent to the provider
 	Priority      int     `json:"priority"`
@@ -151,7 +154,7 @@ func routePlan(cs *callState, pr *prepared) *RoutePlan {
 		next := band
 		for _, c := range p.Candidates {
 			rc := RouteCandidate{Deployment: c.Route.Deployment.Name, Provider: c.Route.Deployment.Provider,
-				Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
+				Platform: string(c.Route.Deployment.Platform), Model: c.Route.Model, UpstreamModel: res.UpstreamModel(c.Route), Priority: c.Route.Deployment.Priority,
 				Weight: c.Route.Weight, Band: band + c.Band, Reserved: c.Reserved, BYOK: c.BYOK, Region: c.Route.Region,
 				ContextWindow: c.Route.ContextWindowTokens, ContextWindowSource: c.Route.ContextWindowSource}
 			rc.Pricing, rc.PriceSource = billedPrice(res.Model, c.Route)

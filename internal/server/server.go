@@ -153,9 +153,10 @@ type Server struct {
 	mux            *http.ServeMux
 	models         modelLists
 	metrics        *metrics
-	log            *slog.Logger       // the access log (observe.go)
-	tracing        *telemetry.Tracing // nil: tracing off (trace.go)
-	pool           sync.Pool          // *callState
+	log            *slog.Logger         // the access log (observe.go)
+	tracing        *telemetry.Tracing   // nil: tracing off (trace.go)
+	peers          map[string]genaiPeer // deployment name -> its GenAI server and provider name (genai.go)
+	pool           sync.Pool            // *callState
 
 	// Stored accounts and keys (accounts.go); all nil when Options.Accounts is.
 	accts  accounts.Store
@@ -280,6 +281,7 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 		Dial:          o.Dial,
 	}
 	s.deadlines = dl
+	s.peers = genaiPeers(cat)
 	s.clients = make(map[string]*upstream.Client, len(cat.Deployments))
 	for _, d := range cat.Deployments {
 		s.clients[d.Name] = upstream.New(d, dl)

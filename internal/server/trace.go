@@ -84,7 +84,11 @@ func operationName(surface string) string {
 
 // endTrace records the attempts' client spans, after the fact with their dispatch times and the
 // ids their traceparents carried, and ends the server span: named and attributed by the GenAI
-// semantic conventions plus switchyard.* attributes, never prompt or completion text.
+// semantic conventions plus switchyard.* attributes, never prompt or completion text. An
+// attempt's span names its provider's server (server.address and server.port from the
+// deployment's base_url; none for a caller's own connection), the provider's HTTP status
+// (http.response.status_code; absent when no response came), the failure class (error.type)
+// and gen_ai.provider.name (telemetry.GenAIProviderName).
 func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 	tr := &ob.tr
 	span := tr.span
@@ -121,9 +125,10 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 		}
 		ain := a.Tokens.Input + a.Tokens.Cached + a.Tokens.CacheWrite
 		in, out, cost = in+ain, out+a.Tokens.Output, cost+a.CostUSD
+		peer := s.peerOf(a)
 		attrs := []attribute.KeyValue{
 			attribute.String("gen_ai.operation.name", op),
-			attribute.String("gen_ai.provider.name", a.Provider),
+			attribute.String("gen_ai.provider.name", peer.provider),
 			attribute.String("gen_ai.request.model", a.UpstreamModel),
 			attribute.Int64("gen_ai.usage.input_tokens", ain),
 			attribute.Int64("gen_ai.usage.output_tokens", a.Tokens.Output),
@@ -146,6 +151,12 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 		}
 		if a.FirstTokenMS != nil {
 			attrs = append(attrs, attribute.Float64("switchyard.commit_ms", *a.FirstTokenMS))
+		}
+		if peer.peer.Address != "" {
+			attrs = append(attrs, attribute.String("server.address", peer.peer.Address), attribute.Int("server.port", peer.peer.Port))
+		}
+		if a.UpstreamStatus > 0 {
+			attrs = append(attrs, attribute.Int("http.response.status_code", a.UpstreamStatus))
 		}
 		if a.ErrorCode != "" {
 			attrs = append(attrs, attribute.String("error.type", a.ErrorCode))
@@ -177,7 +188,7 @@ func (s *Server) endTrace(rec *audit.Record, ob *callObs, end time.Time) {
 	}
 	if n := len(rec.Attempts); n > 0 {
 		a := &rec.Attempts[n-1]
-		attrs = append(attrs, attribute.String("gen_ai.provider.name", a.Provider),
+		attrs = append(attrs, attribute.String("gen_ai.provider.name", s.peerOf(a).provider),
 			attribute.String("switchyard.deployment", a.Deployment), attribute.String("switchyard.outcome", a.Outcome))
 		if a.Outcome == audit.OutcomeCompleted || a.Outcome == audit.OutcomeTruncated {
 			attrs = append(attrs, attribute.String("gen_ai.response.model", a.UpstreamModel))

@@ -114,6 +114,7 @@ func TestTraceSpans(t *testing.T) {
 		t.Errorf("attempt spans: 1 ends %v, 2 starts %v and ends %v, server ends %v: want each attempt's own end", ends[1], starts[2], ends[2], srv.EndTime)
 	}
 	ups := [][]fp.Request{g.Fakes["oa-primary"].Requests(), g.Fakes["oa-backup"].Requests()}
+	var ports [2]int64
 	for i, c := range clients {
 		ca := attrs(c.Attributes)
 		if c.Parent.SpanID() != srv.SpanContext.SpanID() || c.SpanContext.TraceID() != srv.SpanContext.TraceID() {
@@ -134,6 +135,14 @@ func TestTraceSpans(t *testing.T) {
 		if n == 1 && ca["error.type"].AsString() != "upstream_error" {
 			t.Errorf("failed attempt error.type %q, want upstream_error", ca["error.type"].AsString())
 		}
+		// The provider's server and HTTP status (issue 23): the fakes listen on loopback ports.
+		if st := ca["http.response.status_code"].AsInt64(); st != int64(a.UpstreamStatus) || st != []int64{0, 500, 200}[n] {
+			t.Errorf("attempt %d http.response.status_code %d, record %d", n, st, a.UpstreamStatus)
+		}
+		if ca["server.address"].AsString() != "127.0.0.1" || ca["server.port"].AsInt64() <= 0 {
+			t.Errorf("attempt %d server.address %q server.port %d, want the fake's loopback address", n, ca["server.address"].AsString(), ca["server.port"].AsInt64())
+		}
+		ports[n-1] = ca["server.port"].AsInt64()
 		if _, ok := ca["gen_ai.response.finish_reasons"]; n == 1 && ok {
 			t.Errorf("failed attempt has finish reasons %v", ca["gen_ai.response.finish_reasons"])
 		}
@@ -151,6 +160,12 @@ func TestTraceSpans(t *testing.T) {
 		if got := up[0].Header.Get("Traceparent"); got != want {
 			t.Errorf("upstream traceparent of attempt %d = %q, want %q", n, got, want)
 		}
+	}
+	if ports[0] == ports[1] {
+		t.Errorf("both attempts name server.port %d; the two fakes listen on different ports", ports[0])
+	}
+	if sa["gen_ai.provider.name"].AsString() != "reseller" || attrs(clients[0].Attributes)["gen_ai.provider.name"].AsString() == "" {
+		t.Errorf("gen_ai.provider.name missing")
 	}
 	for _, s := range spans {
 		for _, a := range s.Attributes {

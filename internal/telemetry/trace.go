@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -29,6 +32,11 @@ type Tracing struct {
 	// provider's sampler is ParentBased of it), nil otherwise: SampleRoot asks it before a
 	// span is started, so that a request whose new trace is not sampled starts no span at all.
 	root sdktrace.Sampler
+	// Meter is the meter provider of the GenAI metrics exported over OTLP beside the spans
+	// (MetricsEnabled); nil when they are not exported. GenAI records into it (nil: records
+	// nothing).
+	Meter *sdkmetric.MeterProvider
+	GenAI *GenAIMetrics
 }
 
 // Enabled reports whether the tracing configuration or the environment names an OTLP
@@ -39,6 +47,64 @@ func Enabled(t config.Tracing, getenv func(string) string) bool {
 		return false
 	}
 	return t.Endpoint != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// MetricsEnabled reports whether the GenAI metrics go over OTLP too: tracing is on and the
+// OTLP endpoint is not one for traces only (tracing.endpoint, OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set), and OTEL_METRICS_EXPORTER is not "none".
+func MetricsEnabled(t config.Tracing, getenv func(string) string) bool {
+	if !Enabled(t, getenv) || strings.EqualFold(getenv("OTEL_METRICS_EXPORTER"), "none") {
+		return false
+	}
+	return t.Endpoint != "" || getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+}
+
+// metricsURL is the OTLP/HTTP metrics URL of tracing.endpoint: its path with a trailing
+// /v1/traces replaced, or /v1/metrics appended.
+func metricsURL(endpoint string) (string, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", err
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1/traces") + "/v1/metrics"
+	return u.String(), nil
+}
+
+// newMetricExporter is the OTLP metric exporter of t and the environment, over the protocol
+// proto (grpc, else HTTP protobuf).
+func newMetricExporter(ctx context.Context, t config.Tracing, proto string) (sdkmetric.Exporter, error) {
+	if proto == "grpc" {
+		var opts []otlpmetricgrpc.Option
+		if t.Endpoint != "" {
+			if strings.Contains(t.Endpoint, "://") {
+				opts = append(opts, otlpmetricgrpc.WithEndpointURL(t.Endpoint))
+			} else {
+				opts = append(opts, otlpmetricgrpc.WithEndpoint(t.Endpoint))
+			}
+		}
+		if t.Insecure {
+			opts = append(opts, otlpmetricgrpc.WithInsecure())
+		}
+		if len(t.Headers) > 0 {
+			opts = append(opts, otlpmetricgrpc.WithHeaders(t.Headers))
+		}
+		return otlpmetricgrpc.New(ctx, opts...)
+	}
+	var opts []otlpmetrichttp.Option
+	if t.Endpoint != "" {
+		u, err := metricsURL(t.Endpoint)
+		if err != nil {
+			return nil, fmt.Errorf("tracing.endpoint: %w", err)
+		}
+		opts = append(opts, otlpmetrichttp.WithEndpointURL(u))
+	}
+	if t.Insecure {
+		opts = append(opts, otlpmetrichttp.WithInsecure())
+	}
+	if len(t.Headers) > 0 {
+		opts = append(opts, otlpmetrichttp.WithHeaders(t.Headers))
+	}
+	return otlpmetrichttp.New(ctx, opts...)
 }
 
 // NewTracing returns the OTLP tracing of t and the standard OTEL_* variables, or nil when it is
@@ -100,12 +166,22 @@ func NewTracing(ctx context.Context, t config.Tracing, version string, getenv fu
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
-	return NewTracingWith(ctx, t, version, getenv, sdktrace.NewBatchSpanProcessor(exp))
+	var readers []sdkmetric.Reader
+	if MetricsEnabled(t, getenv) {
+		mexp, err := newMetricExporter(ctx, t, proto)
+		if err != nil {
+			return nil, fmt.Errorf("tracing: metrics: %w", err)
+		}
+		// Every OTEL_METRIC_EXPORT_INTERVAL (default 60 s) and at Shutdown.
+		readers = append(readers, sdkmetric.NewPeriodicReader(mexp))
+	}
+	return NewTracingWith(ctx, t, version, getenv, sdktrace.NewBatchSpanProcessor(exp), readers...)
 }
 
 // NewTracingWith is NewTracing with the span processor given (tests pass a
-// sdktrace.NewSimpleSpanProcessor of a tracetest.InMemoryExporter).
-func NewTracingWith(ctx context.Context, t config.Tracing, version string, getenv func(string) string, sp sdktrace.SpanProcessor) (*Tracing, error) {
+// sdktrace.NewSimpleSpanProcessor of a tracetest.InMemoryExporter) and the metric readers of
+// the GenAI metrics (none: they are not exported; tests pass a sdkmetric.NewManualReader).
+func NewTracingWith(ctx context.Context, t config.Tracing, version string, getenv func(string) string, sp sdktrace.SpanProcessor, readers ...sdkmetric.Reader) (*Tracing, error) {
 	name := t.ServiceName
 	if name == "" {
 		name = getenv("OTEL_SERVICE_NAME")
@@ -128,6 +204,12 @@ func NewTracingWith(ctx context.Context, t config.Tracing, version string, geten
 	tr := &Tracing{Provider: tp, Tracer: tp.Tracer("github.com/switchyard-gw/switchyard")}
 	if t.SampleRatio != nil && *t.SampleRatio < 1 {
 		tr.root = root
+	}
+	if len(readers) > 0 {
+		tr.Meter = meterProvider(readers, sdkmetric.WithResource(res))
+		if tr.GenAI, err = NewGenAIMetrics(tr.Meter); err != nil {
+			return nil, fmt.Errorf("tracing: metrics: %w", err)
+		}
 	}
 	return tr, nil
 }
@@ -162,12 +244,19 @@ func newTraceID() trace.TraceID {
 	return tid
 }
 
-// Shutdown exports the spans still batched, within ctx.
+// Shutdown exports the spans still batched and the metrics collected since the last export,
+// within ctx.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	return t.Provider.Shutdown(ctx)
+	err := t.Provider.Shutdown(ctx)
+	if t.Meter != nil {
+		if merr := t.Meter.Shutdown(ctx); err == nil {
+			err = merr
+		}
+	}
+	return err
 }
 
 // NewSpanID returns a random, valid span id (for an attempt's traceparent, sent before its

@@ -71,6 +71,26 @@ type Client struct {
 	// (configuration validation prevents that).
 	tmpl      [catalog.NumProtocols]*http.Request
 	deadlines Deadlines
+	// adapter carries the attempts to a platform that hosts the dialect (Bedrock, Vertex,
+	// Azure); nil for the dialect's own API, which tmpl and the dialect's headers serve.
+	adapter adapter
+}
+
+// adapter carries one attempt to a platform that hosts the deployment's dialect (contract.md,
+// round 3): the platform's URL, body shape and credentials on the way out, and the dialect's
+// own wire (SSE framing, error shapes) on the way back, so that everything after upstream —
+// the relay's commit gate, failover, usage and error classification — sees the dialect it
+// knows.
+type adapter interface {
+	// request builds the attempt of protocol op: URL, body (the dialect's request as the relay
+	// built it, with the route's upstream model) and credentials. h already holds Content-Type,
+	// Accept and Traceparent; the adapter adds its own headers to it and sets it as the
+	// request's Header. An error is a *failure.Error (e.g. upstream_auth when no credential can
+	// be had).
+	request(ctx context.Context, op catalog.Protocol, body []byte, stream bool, anthropicBeta string, h http.Header) (*http.Request, error)
+	// answer adapts resp in place before anything reads it: its Body to the dialect's framing
+	// and, on an error status, its status and body to the dialect's error shape.
+	answer(resp *http.Response, stream bool)
 }
 
 // New returns a client for dep with its own connection pool. The transport decompresses gzip
@@ -91,7 +111,7 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	c := &Client{dep: dep, tr: tr, deadlines: d}
+	c := &Client{dep: dep, tr: tr, deadlines: d, adapter: newAdapter(dep, tr)}
 	for op := catalog.ProtocolModel; op < catalog.NumProtocols; op++ {
 		if u := EndpointOf(dep, op); u != "" {
 			c.tmpl[op], _ = http.NewRequest(http.MethodPost, u, nil)
@@ -113,6 +133,12 @@ func Endpoint(dep *catalog.Deployment) string { return EndpointOf(dep, catalog.P
 
 // EndpointOf is the URL of protocol op at a deployment, "" when its dialect has none.
 func EndpointOf(dep *catalog.Deployment, op catalog.Protocol) string {
+	switch dep.Platform {
+	case catalog.PlatformVertex:
+		return vertexEndpoint(dep, op)
+	case catalog.PlatformAzure:
+		return azureEndpoint(dep, op)
+	}
 	base := strings.TrimRight(dep.BaseURL, "/")
 	switch {
 	case dep.Dialect == catalog.Anthropic && op == catalog.ProtocolModel:
@@ -174,20 +200,7 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 		d = c.deadlines.StreamHeaders
 	}
 	timer := time.AfterFunc(d, func() { cancel(failure.ErrHeadersDeadline) })
-	tmpl := c.tmpl[op]
-	if tmpl == nil {
-		timer.Stop()
-		cancel(nil)
-		return nil, failure.New(failure.UpstreamError, "the deployment has no endpoint for this operation")
-	}
-	// The transport is called directly: no redirects (a provider's redirect is a failure, not a
-	// hop to follow with the house credentials), no header copy, the URL parsed once.
-	req := tmpl.WithContext(actx)
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	h := make(http.Header, 5)
-	req.Header = h
 	h["Content-Type"] = jsonValue
 	if contentType != nil {
 		h["Content-Type"] = contentType
@@ -200,19 +213,17 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 	if tp := traceparent(ctx, c.dep.Name); tp != "" {
 		h["Traceparent"] = []string{tp} // W3C trace context of the attempt's span (trace.go)
 	}
-	switch c.dep.Dialect {
-	case catalog.Anthropic:
-		h["Anthropic-Version"] = versionValue
-		if c.auth != nil {
-			h["X-Api-Key"] = c.auth
-		}
-		if anthropicBeta != "" {
-			h["Anthropic-Beta"] = []string{anthropicBeta}
-		}
-	default:
-		if c.auth != nil {
-			h["Authorization"] = c.auth
-		}
+	var req *http.Request
+	var err error
+	if c.adapter != nil {
+		req, err = c.adapter.request(actx, op, body, stream, anthropicBeta, h)
+	} else {
+		req, err = c.dialectRequest(actx, op, body, anthropicBeta, h)
+	}
+	if err != nil {
+		timer.Stop()
+		cancel(nil)
+		return nil, err
 	}
 	resp, err := c.tr.RoundTrip(req)
 	if err != nil {
@@ -220,6 +231,9 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 		cause := context.Cause(actx)
 		cancel(nil)
 		return nil, classifyTransport(ctx, cause, err)
+	}
+	if c.adapter != nil {
+		c.adapter.answer(resp, stream)
 	}
 	idle := c.deadlines.StreamIdle
 	if !stream {
@@ -235,6 +249,37 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 	}
 	call.Body = (*idleReader)(call)
 	return call, nil
+}
+
+// dialectRequest builds an attempt at the dialect's own API: the URL parsed once in New, the
+// dialect's version and credential headers. The transport is called directly: no redirects (a
+// provider's redirect is a failure, not a hop to follow with the house credentials), no header
+// copy.
+func (c *Client) dialectRequest(ctx context.Context, op catalog.Protocol, body []byte, anthropicBeta string, h http.Header) (*http.Request, error) {
+	tmpl := c.tmpl[op]
+	if tmpl == nil {
+		return nil, failure.New(failure.UpstreamError, "the deployment has no endpoint for this operation")
+	}
+	req := tmpl.WithContext(ctx)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.Header = h
+	switch c.dep.Dialect {
+	case catalog.Anthropic:
+		h["Anthropic-Version"] = versionValue
+		if c.auth != nil {
+			h["X-Api-Key"] = c.auth
+		}
+		if anthropicBeta != "" {
+			h["Anthropic-Beta"] = []string{anthropicBeta}
+		}
+	default:
+		if c.auth != nil {
+			h["Authorization"] = c.auth
+		}
+	}
+	return req, nil
 }
 
 // Output reports the stream's first semantic output: the first-output deadline no longer

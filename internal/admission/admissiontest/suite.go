@@ -51,6 +51,9 @@ type Ledger struct {
 	balances map[string]int64
 	reads    atomic.Int64
 	Fail     atomic.Bool // every read fails
+	// DuringRead, when set, runs inside each SpentMicroUSD before the ledger is summed (a settle
+	// that ends while a seed is read). Set it while no read runs.
+	DuringRead func()
 }
 
 type settle struct {
@@ -90,6 +93,9 @@ func (l *Ledger) SpentMicroUSD(_ context.Context, scope admission.Scope, id stri
 	l.reads.Add(1)
 	if l.Fail.Load() {
 		return 0, errLedgerDown
+	}
+	if l.DuringRead != nil {
+		l.DuringRead()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -139,6 +145,7 @@ func Run(t *testing.T, b Backend) {
 		{"ConcurrentCredit", testConcurrentCredit},
 		{"RestartGrantsNothing", testRestart},
 		{"Flush", testFlush},
+		{"SettleDuringSeed", testSettleDuringSeed},
 		{"SeedFailure", testSeedFailure},
 		{"Cancelled", testCancelled},
 	} {
@@ -674,5 +681,26 @@ func testCancelled(t *testing.T, b Backend) {
 	_, err := s.Acquire(ctx, admission.Request{Layers: keyLayer(admission.Limits{RPM: 1})})
 	if fe := failure.From(err); fe == nil || fe.Class != failure.Cancelled {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// testSettleDuringSeed: a request that settles while the new period's spend seed is being read
+// from the ledger, its ledger entry not yet written (it is queued after the read), is counted
+// by the seed: the store adds the settles that found no seed while one was read.
+func testSettleDuringSeed(t *testing.T, b Backend) {
+	ck := NewClock()
+	led := NewLedger()
+	ly := keyLayer(admission.Limits{BudgetMicroUSD: 1000, BudgetPeriod: admission.PeriodDay})
+	s := b.Open(t, ck.Now, led)
+	h := acquire(t, s, admission.Request{Layers: ly, ReserveMicroUSD: 500})
+	ck.Advance(time.Hour) // a new day: the spend has no seed
+	var once sync.Once
+	led.DuringRead = func() { once.Do(func() { h.Settle(0, 500) }) }
+	_, err := s.Acquire(context.Background(), admission.Request{Layers: ly, ReserveMicroUSD: 600})
+	led.DuringRead = nil
+	led.Settle(ck.Now(), ly, "", 500) // the ledger writer flushes it after the read
+	refusal(t, err, failure.InsufficientCredit, admission.KindBudget)
+	if u := usage(t, s, ly[0]); u.SpentMicroUSD != 500 || u.ReservedMicroUSD != 0 {
+		t.Errorf("usage %+v, want 500 spent (the settle during the seed's read)", u)
 	}
 }

@@ -6,7 +6,7 @@
 //	 input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
 //	 usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
 //	 headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy,
-//	 region]
+//	 region, platform]
 //
 // with the types and units of the former attempts table: token counts integers, USD and
 // milliseconds JSON numbers, price null or {"input": USD/Mtok, "output": USD/Mtok, "image":
@@ -15,7 +15,7 @@
 // (audit.PriceSnapshot; the cost lines are derived, not stored),
 // dispatched_at Unix nanoseconds (null for the zero time), headers_ms and first_token_ms null
 // when absent, dropped_params an array of strings, band an integer, score a number or null
-// (no metric), strategy and region strings. A reader takes a shorter array's missing
+// (no metric), strategy, region and platform strings. A reader takes a shorter array's missing
 // trailing elements as zero (elements added later go at the end).
 //
 // [Append] writes it without reflection or allocation beyond dst's growth: it runs for every
@@ -107,6 +107,8 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 		dst = dialect.AppendJSONString(dst, a.Strategy)
 		dst = append(dst, ',')
 		dst = dialect.AppendJSONString(dst, a.Region)
+		dst = append(dst, ',')
+		dst = dialect.AppendJSONString(dst, a.Platform)
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
@@ -164,7 +166,7 @@ func parseAttempt(row []json.RawMessage, a *audit.Attempt) error {
 	for i, v := range []any{&a.Attempt, &a.Deployment, &a.Provider, &a.Model, &a.UpstreamModel, &a.Outcome, &a.ErrorCode,
 		&a.Tokens.Input, &a.Tokens.Cached, &a.Tokens.CacheWrite, &a.Tokens.Output, &a.Tokens.Reasoning,
 		&a.UsageProvenance, &a.ReservedMaxUSD, &a.CostUSD, &a.BillingSource, &price, &dispatched,
-		&headers, &firstToken, &dropped, &a.UpstreamStatus, &a.Band, &score, &a.Strategy, &a.Region} {
+		&headers, &firstToken, &dropped, &a.UpstreamStatus, &a.Band, &score, &a.Strategy, &a.Region, &a.Platform} {
 		if err := into(i, v); err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || len(rows[0]) != 26 || rows[0][1] != "anthropic" || rows[0][16] != nil || rows[1][20].([]any)[1] != "seed" ||
+	if len(rows) != 3 || len(rows[0]) != 27 || rows[0][1] != "anthropic" || rows[1][26] != "bedrock" || rows[0][16] != nil || rows[1][20].([]any)[1] != "seed" ||
 		rows[1][17].(float64) != float64(as[1].DispatchedAt.UnixNano()) || rows[1][21].(float64) != 200 {
 		t.Errorf("positions: %s", b)
 	}

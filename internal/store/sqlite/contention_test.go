@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -255,4 +256,53 @@ func TestCheckpointsKeepTheWALSmall(t *testing.T) {
 	if _, err := db.Record(ctx, "req_059_099"); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestWALBoundedUnderReaders (issue 27 item 3): while readers keep overlapping read
+// transactions open (there is never a moment without one, so no passive checkpoint lets the WAL
+// restart), the checkpointer's TRUNCATE checkpoint past walBound keeps the WAL below the bound
+// plus the writes between two checkpoints; without it the WAL grows with every batch.
+func TestWALBoundedUnderReaders(t *testing.T) {
+	old := walBound
+	walBound = 1 << 20
+	defer func() { walBound = old }()
+	db := open(t, fileURL(t))
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(r) * 3 * time.Millisecond) // overlapping, never all closed at once
+			for ctx.Err() == nil {
+				tx, err := db.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				if err != nil {
+					continue
+				}
+				var n int
+				_ = tx.QueryRowContext(ctx, "SELECT count(*) FROM requests").Scan(&n)
+				time.Sleep(6 * time.Millisecond) // a read transaction of a few ms, as a list page
+				_ = tx.Rollback()
+			}
+		})
+	}
+	defer func() { stop(); wg.Wait() }()
+	var peak int64
+	for b := range 120 {
+		recs := make([]*audit.Record, 100)
+		for i := range recs {
+			recs[i] = storetest.FullRecord(fmt.Sprintf("req_%03d_%03d", b, i))
+		}
+		if err := db.WriteRecords(context.Background(), recs); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.checkpoint(context.Background()); err != nil {
+			t.Logf("checkpoint: %v", err)
+		}
+		if fi, err := os.Stat(db.Path() + "-wal"); err == nil {
+			peak = max(peak, fi.Size())
+		}
+	}
+	if peak > walBound+walBound/2 {
+		t.Errorf("WAL peaked at %d bytes under overlapping readers, want at most the bound %d plus a batch", peak, walBound)
+	}
+	t.Logf("WAL peak %d bytes (bound %d)", peak, walBound)
 }

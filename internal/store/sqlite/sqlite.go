@@ -34,8 +34,19 @@ const maxReadConns = 8
 // and temporary tables in memory: a multi-row INSERT of the audit writer journals every page
 // it changes (for a statement rollback), and on a file that spilled beyond 64 KiB and doubled
 // the writes per batch; nothing in a temporary file is needed after a crash.
+// journal_size_limit (walBound) truncates the WAL file to that size whenever it restarts from
+// its beginning, so that a burst does not leave it at its peak size.
 const dsnParams = "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
-	"&_pragma=foreign_keys(1)&_pragma=temp_store(2)"
+	"&_pragma=foreign_keys(1)&_pragma=temp_store(2)&_pragma=journal_size_limit(16777216)"
+
+// walBound is the WAL size, bytes (a variable for the tests), past which the checkpointer runs a TRUNCATE checkpoint
+// (issue 27 item 3): 16 MiB, also the journal_size_limit of every connection (dsnParams). The
+// WAL then stays below walBound plus what the process writes in one checkpointEvery (a few MB
+// at 1000 metered requests/s), unless a read transaction stays open for seconds.
+var walBound int64 = 16 << 20
+
+// truncateTimeout bounds one TRUNCATE checkpoint; it waits for the readers of older snapshots.
+const truncateTimeout = 2 * time.Second
 
 // busyTimeout is the busy_timeout of every connection, milliseconds.
 const busyTimeout = 5000
@@ -157,10 +168,25 @@ func (db *DB) checkpoints(ctx context.Context) {
 }
 
 // checkpoint copies what it can of the WAL into the database file without waiting for a
-// reader or the writer.
+// reader or the writer (PASSIVE). When the WAL is larger than walBound (readers kept the
+// passive checkpoints from reaching its end, so it never restarted), it then runs a TRUNCATE
+// checkpoint on the writer connection: queued behind the writes in progress like any write
+// (never contending for SQLite's lock with this process's writes), it waits for the readers
+// of older snapshots (at most truncateTimeout), copies every frame and empties the WAL file.
+// No request waits for it: on the embedded store the request path never writes (the ledger's
+// crash trace is its journal; accounts.FileJournal), only the background writers and the
+// admin API do.
 func (db *DB) checkpoint(ctx context.Context) error {
 	var busy, log, copied int
-	return db.rdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied)
+	if err := db.rdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(db.path + "-wal"); err != nil || fi.Size() <= walBound {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, truncateTimeout)
+	defer cancel()
+	return db.db.QueryRowContext(tctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &log, &copied)
 }
 
 func (db *DB) init(ctx context.Context, memory bool) error {
@@ -205,6 +231,16 @@ func parseURL(url string) (string, error) {
 // Path returns the database file path as given in the URL (relative paths stay relative to
 // the working directory), or ":memory:".
 func (db *DB) Path() string { return db.path }
+
+// LedgerJournalDir is the directory of the ledger writer's crash journals, next to the
+// database file ("<path>-ledger"; accounts.FileJournal), or "" for :memory:, which does not
+// outlive the process anyway.
+func (db *DB) LedgerJournalDir() string {
+	if db.path == ":memory:" {
+		return ""
+	}
+	return db.path + "-ledger"
+}
 
 // Ping reports whether the database answers a query that reads the file, for /readyz.
 func (db *DB) Ping(ctx context.Context) error {

@@ -36,6 +36,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"CreditBalanceLimit", testCreditBalanceLimit},
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"SettledSums", testSettledSums},
+		{"SeedAcrossPeriodBoundary", testSeedAcrossPeriodBoundary},
 		{"ConcurrentSettles", testConcurrentSettles},
 		{"LedgerReserveRelease", testLedgerReserveRelease},
 		{"LedgerLargeBatch", testLedgerLargeBatch},

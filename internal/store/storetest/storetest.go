@@ -47,7 +47,7 @@ func FullRecord(id string) *audit.Record {
 			DispatchedAt: time.Date(2026, 3, 1, 12, 0, 20, 999, time.UTC),
 			HeadersMS:    ptr(120.25), FirstTokenMS: ptr(301.5),
 			DroppedParams: []string{"logprobs", "seed"}, UpstreamStatus: 200,
-			Band: 2, Score: audit.ScoreOf(412.5), Strategy: "latency", Region: "us-east-1",
+			Band: 2, Score: audit.ScoreOf(412.5), Strategy: "latency", Region: "us-east-1", Platform: "bedrock",
 		}},
 	}
 	r.AdmissionEvents.Add(audit.AdmissionEvent{Kind: audit.EventCircuitOpen, Stage: audit.StagePlan,
@@ -133,7 +133,7 @@ func testRoundTrip(t *testing.T, st audit.Store) {
 		`"price":{"input":3,"output":15,"cache_read":3,"cache_write":3,"cache_write_1h":3,"lines":[`, `"dropped_params":["logprobs","seed"],"upstream_status":200,"error_origin":""`,
 		`"tokens":{"input":11,"cached":22,"cache_write":33,"output":44,"reasoning":5}`,
 		`"created_at":"2026-03-01T12:00:00.123456789Z"`, `"headers_ms":120.25,"first_token_ms":301.5`,
-		`"band":0,"score":null,"strategy":"latency","region":""}`, `"band":2,"score":412.5,"strategy":"latency","region":"us-east-1"}`,
+		`"band":0,"score":null,"strategy":"latency","region":"","platform":""}`, `"band":2,"score":412.5,"strategy":"latency","region":"us-east-1","platform":"bedrock"}`,
 		`"admission_events":[{"kind":"circuit_open","stage":"plan","deployment":"vertex","model":"claude-sonnet-4-5","circuit":"model","until":"2026-03-01T12:00:30.000000005Z"},` +
 			`{"kind":"limits_checked","scopes":["key","account"],"credit":true,"tokens":4196,"reserve_usd":0.96},` +
 			`{"kind":"reserve_taken","scopes":["account"],"credit":true,"reserve_usd":0.96}],"attempts"`,

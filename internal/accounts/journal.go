@@ -1,0 +1,193 @@
+package accounts
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// JournalSegmentBytes is the size past which a FileJournal starts its other segment file,
+// once every reserve that segment holds is in the store: a journal stays within about twice
+// this (2 MiB) while the store keeps up.
+const JournalSegmentBytes = 1 << 20
+
+// journalExt names the segment files: <replica>.<0|1>.jnl.
+const journalExt = ".jnl"
+
+// FileJournal is the crash journal of one process's reserves (Journal; issue 24 item 1): the
+// reserve entries that reached their commit (the first byte to the caller) before the ledger
+// writer's batch holding them was committed, one line each, appended to one of two segment
+// files in a directory next to the embedded database. A write(2) survives the process (kill
+// -9, an OOM): at the next start ReplayJournals writes every reserve of a journal left behind
+// to the ledger, where the crash reconciliation closes it (Reconciler). Segment k is emptied
+// and reused only when the store holds every entry it names. Its methods are safe for
+// concurrent use.
+type FileJournal struct {
+	mu   sync.Mutex
+	path [2]string
+	f    [2]*os.File
+	size [2]int64
+	max  [2]uint64 // the highest entry number logged in each segment
+	cur  int
+	buf  []byte
+}
+
+// OpenJournal creates the journal of replica in dir (created with mode 0700 when missing):
+// two empty segment files, mode 0600.
+func OpenJournal(dir, replica string) (*FileJournal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("accounts: ledger journal: %w", err)
+	}
+	j := &FileJournal{}
+	for k := range j.f {
+		j.path[k] = filepath.Join(dir, replica+"."+strconv.Itoa(k)+journalExt)
+		f, err := os.OpenFile(j.path[k], os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+		if err != nil {
+			j.Close(false)
+			return nil, fmt.Errorf("accounts: ledger journal: %w", err)
+		}
+		j.f[k] = f
+	}
+	return j, nil
+}
+
+// Log implements Journal: one line, `at amount "account" "key" "request" "model"`
+// (tab-separated, strings Go-quoted), in one write(2).
+func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f[0] == nil {
+		return errors.New("accounts: ledger journal is closed")
+	}
+	if o := 1 - j.cur; j.size[j.cur] >= JournalSegmentBytes && j.max[o] <= done {
+		if err := j.f[o].Truncate(0); err == nil { // O_APPEND: the next write lands at 0
+			j.cur, j.size[o], j.max[o] = o, 0, 0
+		}
+	}
+	b := strconv.AppendInt(j.buf[:0], e.At.UnixNano(), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, e.AmountMicroUSD, 10)
+	for _, s := range [...]string{e.AccountID, e.KeyID, e.RequestID, e.Model} {
+		b = append(b, '\t')
+		b = strconv.AppendQuote(b, s)
+	}
+	b = append(b, '\n')
+	j.buf = b
+	n, err := j.f[j.cur].Write(b)
+	j.size[j.cur] += int64(n)
+	j.max[j.cur] = max(j.max[j.cur], seq)
+	if err != nil {
+		return fmt.Errorf("accounts: ledger journal: %w", err)
+	}
+	return nil
+}
+
+// Close implements Journal: clean removes the segment files (the store holds every entry).
+func (j *FileJournal) Close(clean bool) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var errs []error
+	for k, f := range j.f {
+		if f == nil {
+			continue
+		}
+		errs = append(errs, f.Close())
+		if clean {
+			errs = append(errs, os.Remove(j.path[k]))
+		}
+		j.f[k] = nil
+	}
+	return errors.Join(errs...)
+}
+
+// ReplayJournals writes to st every reserve of the journals in dir other than those of the
+// replica except (this process's), then removes their files: a journal left by a process that
+// ended without draining its writer (kill -9, an OOM, a drain that timed out). Each reserve
+// names the replica whose file it came from; a reserve (or its settle or release) already
+// stored is skipped by the store (AppendLedger's unique indexes), and a reserve whose request
+// has ended is not reopened, so replaying twice changes nothing. It returns how many entries it
+// read. A line that cannot be read (a torn last write) is skipped and counted in the error-free
+// result's log only. A missing dir replays nothing.
+func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, path := range files {
+		name := filepath.Base(path)
+		replica, _, _ := strings.Cut(strings.TrimSuffix(name, journalExt), ".")
+		if replica == except {
+			continue
+		}
+		es, err := readJournal(path, replica)
+		if err != nil {
+			return total, err
+		}
+		for rest := es; len(rest) > 0; {
+			n := min(len(rest), 512)
+			if err := st.AppendLedger(ctx, rest[:n]); err != nil {
+				return total, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err)
+			}
+			rest = rest[n:]
+		}
+		total += len(es)
+		if err := os.Remove(path); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// readJournal reads the reserves of one segment file of replica.
+func readJournal(path, replica string) ([]LedgerEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("accounts: ledger journal: %w", err)
+	}
+	defer f.Close()
+	var out []LedgerEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		if e, ok := parseJournalLine(sc.Bytes()); ok {
+			e.Replica = replica
+			out = append(out, e)
+		}
+	}
+	return out, sc.Err()
+}
+
+// parseJournalLine reads one line written by Log; false for a line that is not one.
+func parseJournalLine(line []byte) (LedgerEntry, bool) {
+	fields := bytes.Split(line, []byte{'\t'})
+	if len(fields) != 6 {
+		return LedgerEntry{}, false
+	}
+	at, err1 := strconv.ParseInt(string(fields[0]), 10, 64)
+	amount, err2 := strconv.ParseInt(string(fields[1]), 10, 64)
+	if err1 != nil || err2 != nil || amount < 0 {
+		return LedgerEntry{}, false
+	}
+	var s [4]string
+	for i := range s {
+		v, err := strconv.Unquote(string(fields[2+i]))
+		if err != nil {
+			return LedgerEntry{}, false
+		}
+		s[i] = v
+	}
+	if s[0] == "" || s[2] == "" {
+		return LedgerEntry{}, false
+	}
+	return LedgerEntry{At: time.Unix(0, at).UTC(), AccountID: s[0], KeyID: s[1], RequestID: s[2], Model: s[3],
+		Kind: KindReserve, AmountMicroUSD: amount}, true
+}
