@@ -119,9 +119,9 @@ func TestCatalogFile(t *testing.T) {
 	}
 }
 
-// TestCatalogProvider: a deployment whose provider is a catalog id uses it; otherwise its
+// TestCatalogProviderBuiltin: with the built-in catalog, a deployment whose provider is a catalog id uses it; otherwise its
 // platform (bedrock, vertex, azure) names the catalog provider; otherwise it has none.
-func TestCatalogProvider(t *testing.T) {
+func TestCatalogProviderBuiltin(t *testing.T) {
 	pc, err := pricedata.Builtin()
 	if err != nil {
 		t.Fatal(err)

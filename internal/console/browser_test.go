@@ -548,7 +548,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.ID("req-"+failedOver)), chromedp.WaitVisible(chromedp.ID("request-summary")))
 		main := text(t, "main")
 		for _, want := range []string{failedOver + " / 1", failedOver + " / 2", "oa-primary", "oa-backup", "failed", "completed",
-			"upstream_error", "500", "Served by"} {
+			"upstream_error", "500", "Served by", "Cost breakdown", "Attempt 2 (oa-backup): price from config, base prices"} {
 			if !strings.Contains(main, want) {
 				t.Errorf("detail lacks %q:\n%s", want, main)
 			}

@@ -213,6 +213,19 @@
       { label: 'Billing', cell: (t) => t.billing_source || '—' },
       { label: 'Dropped params', cell: (t) => (t.dropped_params || []).join(', ') || '—' },
     ], r.attempts || [], 'Attempts in dispatch order'));
+    // The cost of each priced attempt, broken down: each token count x its price (pricing.md).
+    const priced = (r.attempts || []).filter((t) => t.price && (t.price.lines || []).length);
+    if (priced.length) {
+      put(main, h('h2', {}, 'Cost breakdown'), h('div', { id: 'cost-breakdown' }, priced.map((t) => h('div', {},
+        h('p', {}, `Attempt ${t.attempt} (${t.deployment}): price from ${t.price.source || 'config'}`,
+          t.price.tier_above_input_tokens ? `, long-context tier above ${t.price.tier_above_input_tokens} input tokens` : ', base prices'),
+        table([
+          { label: 'Tokens', cell: (l) => l.kind.replace(/_/g, ' ') },
+          { label: 'Count', num: true, cell: (l) => String(l.count) },
+          { label: 'USD per Mtok', num: true, cell: (l) => fmtUSD(l.usd_per_mtok) },
+          { label: 'USD', num: true, cell: (l) => fmtUSD(l.usd) },
+        ], t.price.lines, `Cost of attempt ${t.attempt}`)))));
+    }
     const ev = r.admission_events || [];
     if (ev.length) {
       put(main, h('h2', {}, 'Admission events'), h('ol', { id: 'admission-events' }, ev.map((e) => h('li', {},
