@@ -174,14 +174,17 @@ func TestImportLiteLLM(t *testing.T) {
   - model_name: gpt-4o
     litellm_params: {model: openai/gpt-4o, api_key: os.environ/OPENAI_API_KEY, rpm: 100}
   - model_name: gpt-4o
-    litellm_params: {model: bedrock/anthropic.claude-3-5-sonnet}
+    litellm_params: {model: bedrock/anthropic.claude-3-5-sonnet, aws_region_name: us-east-1}
+  - model_name: titan
+    litellm_params: {model: bedrock/amazon.titan-text-express-v1, aws_region_name: us-east-1}
 general_settings: {master_key: os.environ/LITELLM_MASTER_KEY}
 `), 0o600)
 	code, out, errOut := runCLI(t, "", "import", "litellm", in)
 	if code != 0 {
 		t.Fatalf("import: exit %d %q", code, errOut)
 	}
-	for _, want := range []string{"litellm_params.rpm: deployment rate limits are not modelled", "model_list[1]: gpt-4o (model bedrock/", "SigV4"} {
+	for _, want := range []string{"litellm_params.rpm: deployment rate limits are not modelled", "model_list[1].litellm_params.aws_access_key_id: absent: the AWS SDK's default credential chain applies",
+		"model_list[2]: bedrock/amazon.titan-text-express-v1: Switchyard calls Anthropic models on Bedrock"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
@@ -189,7 +192,7 @@ general_settings: {master_key: os.environ/LITELLM_MASTER_KEY}
 	file := filepath.Join(dir, "switchyard.yaml")
 	os.WriteFile(file, []byte(out), 0o600)
 	t.Setenv("LITELLM_MASTER_KEY", "sk-master-0123456789")
-	if code, o, e := runCLI(t, "", "check", "--config", file); code != 0 || !strings.Contains(o, "ok (1 models, 1 deployments)") {
+	if code, o, e := runCLI(t, "", "check", "--config", file); code != 0 || !strings.Contains(o, "ok (1 models, 2 deployments)") {
 		t.Errorf("check of the imported file: %d %q %q\n%s", code, o, e, out)
 	}
 	for _, args := range [][]string{{"import"}, {"import", "litellm"}, {"import", "portkey", in}} {
