@@ -691,6 +691,11 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 				ms := msSince(r.a.DispatchedAt, time.Now())
 				r.a.FirstTokenMS = &ms
 				r.commit(true)
+				// Who serves comes first (a comment the SDKs skip); sc.resp is free on a stream.
+				sc.resp = r.appendStreamMetadata(sc.resp[:0])
+				if _, err := r.w.Write(sc.resp); err != nil {
+					return rl.callerGone(r)
+				}
 				if len(sc.hold) > 0 {
 					if _, err := r.w.Write(sc.hold); err != nil {
 						return rl.callerGone(r)
