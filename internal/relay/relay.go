@@ -561,6 +561,7 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 		}
 	} else {
 		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.echo)
+		out = validUTF8(out) // relayed undecoded: no invalid byte reaches the caller (utf8.go)
 		if r.req.FinishReasons && err == nil {
 			r.a.FinishReason = responseFinishReason(r.up, b)
 		}
@@ -662,6 +663,7 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			out, kind = sc.tr.scanFrame(sc.out[:0], ev, r.up, codec, &sc.st)
 		} else {
 			out, kind = codec.ScanFrame(sc.out[:0], ev, &sc.st)
+			out = validUTF8(out)
 		}
 		sc.out = out
 		switch kind {
