@@ -232,7 +232,7 @@ func TestSetModelRefusalReturnsDeploymentProbe(t *testing.T) {
 	clk := newClock()
 	s := NewSet(Settings{Cooldown: 10 * time.Second, Now: clk.Now}, Settings{Cooldown: time.Minute, Now: clk.Now})
 	attempt(t, s, "p", "D", "A", hang())
-	attempt(t, s, "p", "D", "A", hang()) // (D, A) open until 60s
+	attempt(t, s, "p", "D", "A", hang())                                    // (D, A) open until 60s
 	attempt(t, s, "p", "D", "B", failure.New(failure.UpstreamError, "502")) // a mixed run: D open until 10s
 	clk.Advance(10 * time.Second)
 
