@@ -204,3 +204,23 @@ general_settings: {master_key: os.environ/LITELLM_MASTER_KEY}
 		t.Errorf("import of a missing file: exit %d, want 1", code)
 	}
 }
+
+// Every flag of every command's --help shows a one-word placeholder (issue 25 item 5: the flag
+// package reads a back-quoted phrase of the usage as the placeholder, which garbled serve's
+// --pid-file as "-pid-file switchyard reload --pid-file").
+func TestHelpPlaceholders(t *testing.T) {
+	for _, cmd := range []string{"serve", "check", "route", "demo", "init", "fake-provider", "reload"} {
+		_, out, _ := runCLI(t, "", cmd, "--help")
+		for line := range strings.SplitSeq(out, "\n") {
+			if !strings.HasPrefix(line, "  -") {
+				continue
+			}
+			if f := strings.Fields(line); len(f) > 2 {
+				t.Errorf("%s --help: flag line %q has a placeholder of %d words", cmd, line, len(f)-1)
+			}
+		}
+		if cmd == "serve" && !strings.Contains(out, "  -pid-file FILE\n") {
+			t.Errorf("serve --help: no \"-pid-file FILE\" line in\n%s", out)
+		}
+	}
+}

@@ -271,7 +271,7 @@ func cmdServe(ctx context.Context, args []string) error {
 		"Runs the gateway. SIGHUP (or `switchyard reload`) re-reads the configuration file: a valid one\nreplaces the running configuration atomically, requests in flight finish on the old one, an\ninvalid one is refused (its problems logged) and the old one keeps serving. SIGTERM or SIGINT\ndrains in-flight requests and exits.")
 	file := fs.String("config", "", "configuration file (default ./switchyard.yaml if present, else the built-in catalog)")
 	listen := fs.String("listen", "", "listen address, overrides server.listen")
-	pidFile := fs.String("pid-file", "", "write the process id to this file (for `switchyard reload --pid-file`); removed at exit")
+	pidFile := fs.String("pid-file", "", "write the process id to `FILE` (for switchyard reload --pid-file); removed at exit")
 	logFormat := fs.String("log-format", "", "log format, text or json; overrides log.format")
 	if err := parseFlags(fs, args); err != nil {
 		return err

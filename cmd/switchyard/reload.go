@@ -15,7 +15,7 @@ import (
 func cmdReload(args []string, out io.Writer) error {
 	fs := newFlags("reload", "reload (--pid-file FILE | --pid PID)",
 		"Makes a running `switchyard serve` re-read its configuration file (sends it SIGHUP). The\ngateway validates the file like `switchyard check`; run check first to see problems here.")
-	pidFile := fs.String("pid-file", "", "the file `switchyard serve --pid-file` wrote")
+	pidFile := fs.String("pid-file", "", "the `FILE` that switchyard serve --pid-file wrote")
 	pid := fs.Int("pid", 0, "the process id of the gateway")
 	if err := parseFlags(fs, args); err != nil {
 		return err

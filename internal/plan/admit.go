@@ -32,6 +32,10 @@ const (
 	ReasonContext     = "context window too small" // the input estimate reaches the window (R-ADMIT-4)
 	ReasonProtocol    = "protocol not served"      // the deployment's dialect has no endpoint for the request's protocol (R-ADMIT-5)
 	ReasonCircuitOpen = "circuit open"             // the deployment's or (deployment, model) circuit is open, or its provider is paused
+	// ReasonProviderPaused: POST /v1/route's name for a ReasonCircuitOpen drop whose provider is
+	// paused after an upstream 429 (R-CIRCUIT-4), as the audit's provider_paused event says. The
+	// planner itself records ReasonCircuitOpen for both.
+	ReasonProviderPaused = "provider paused"
 	// ReasonDisabled: an operator took the deployment or the route out of routing (config
 	// disabled: true, or the admin API's live override; issue 11 item 3). It is checked before
 	// every other filter of a route the request may use.

@@ -48,6 +48,14 @@ func (r *attemptRun) appendProviderMetadata(out []byte) []byte {
 	if i >= 0 && out[i] != '{' {
 		out = append(out, ',')
 	}
+	out = append(out, `"provider_metadata":`...)
+	out = r.appendServedBy(out)
+	return append(out, tail...)
+}
+
+// appendServedBy appends the served-by object of the attempt, {"provider", "actual_model",
+// "deployment", "attempts"} (see appendProviderMetadata), to out.
+func (r *attemptRun) appendServedBy(out []byte) []byte {
 	provider := r.headers.provider
 	if r.closedEndpoint() {
 		provider = r.req.GatewayProvider
@@ -56,7 +64,7 @@ func (r *attemptRun) appendProviderMetadata(out []byte) []byte {
 	if len(provider) > 0 {
 		p = provider[0]
 	}
-	out = append(out, `"provider_metadata":{"provider":`...)
+	out = append(out, `{"provider":`...)
 	out = dialect.AppendJSONString(out, p)
 	out = append(out, `,"actual_model":`...)
 	out = dialect.AppendJSONString(out, r.upName)
@@ -68,6 +76,20 @@ func (r *attemptRun) appendProviderMetadata(out []byte) []byte {
 	out = dialect.AppendJSONString(out, dep)
 	out = append(out, `,"attempts":`...)
 	out = strconv.AppendInt(out, int64(r.total), 10)
-	out = append(out, '}')
-	return append(out, tail...)
+	return append(out, '}')
+}
+
+// streamMetadataPrefix starts the served-by comment of a stream.
+const streamMetadataPrefix = ": provider_metadata "
+
+// appendStreamMetadata appends the served-by SSE comment of a committed stream (R-AUDIT-1, seed
+// 002; issue 25 item 3): one line `: provider_metadata {"provider", "actual_model",
+// "deployment", "attempts"}` (the appendServedBy object) and a blank line, the first bytes of the
+// body on every stream surface (chat completions, messages, Responses). The SSE grammar makes a
+// line starting with ':' a comment: both official SDKs skip it, and a blank line with no data
+// dispatches nothing. The JSON is one line (AppendJSONString escapes control characters).
+func (r *attemptRun) appendStreamMetadata(out []byte) []byte {
+	out = append(out, streamMetadataPrefix...)
+	out = r.appendServedBy(out)
+	return append(out, '\n', '\n')
 }

@@ -596,6 +596,7 @@ func (rl *Relay) complete(ctx context.Context, r *attemptRun, call *upstream.Cal
 		}
 	} else {
 		out, usage, seen, err = r.req.Codec.RewriteResponse(r.sc.out[:0], b, r.echo)
+		out = validUTF8(out) // relayed undecoded: no invalid byte reaches the caller (utf8.go)
 		if r.req.FinishReasons && err == nil {
 			r.a.FinishReason = responseFinishReason(r.up, b)
 			if r.pass {
@@ -703,6 +704,7 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 			out, kind = sc.tr.scanFrame(sc.out[:0], ev, r.up, codec, &sc.st)
 		} else {
 			out, kind = codec.ScanFrame(sc.out[:0], ev, &sc.st)
+			out = validUTF8(out)
 		}
 		sc.out = out
 		switch kind {
@@ -735,6 +737,11 @@ func (rl *Relay) pump(ctx context.Context, r *attemptRun, call *upstream.Call) e
 				ms := msSince(r.a.DispatchedAt, time.Now())
 				r.a.FirstTokenMS = &ms
 				r.commit(true)
+				// Who serves comes first (a comment the SDKs skip); sc.resp is free on a stream.
+				sc.resp = r.appendStreamMetadata(sc.resp[:0])
+				if _, err := r.w.Write(sc.resp); err != nil {
+					return rl.callerGone(r)
+				}
 				if len(sc.hold) > 0 {
 					if _, err := r.w.Write(sc.hold); err != nil {
 						return rl.callerGone(r)

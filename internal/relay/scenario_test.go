@@ -525,7 +525,7 @@ func TestPanicAfterCommitEndsTheStream(t *testing.T) {
 				defer g.close()
 				req, p := g.request(surface, true, false)
 				w := newRecorder()
-				panicOnWrite(3)(w) // role + first delta written, then the gateway panics
+				panicOnWrite(4)(w) // the served-by comment, role and first delta written, then the gateway panics
 				res := g.run(context.Background(), w, req, p)
 				truncatedStream(t, res, w, 1)
 				if a := res.Attempts[0]; a.ErrorCode != string(failure.GatewayError) || a.UsageProvenance != audit.ProvenanceEstimated || a.Tokens.Output < 1 || a.CostUSD <= 0 {

@@ -83,7 +83,7 @@ func TestProviderMetadata(t *testing.T) {
 	}
 	checkMetadata(t, "count_tokens", ct.RawJSON(), "anthropic", "claude-haiku-4-5", "an-primary", 1)
 
-	// Streams are unchanged: no provider_metadata frame (the SDKs accumulate as before).
+	// Stream frames carry no provider_metadata member (it is a comment, TestStreamProviderMetadata).
 	st := ac.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "claude-haiku-4-5", MaxTokens: 32,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}})
 	var acc anthropic.Message

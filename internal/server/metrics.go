@@ -131,6 +131,14 @@ func newMetrics() *metrics {
 		Name: "switchyard_ledger_reconciled_total",
 		Help: "Reserves of replicas gone (killed before writing the settle or release) closed by this replica, by mark: audit-settled, audit-released, unsettled-crash.",
 	}, []string{"mark"})
+	// The refusal and reconciliation series exist at 0 from the start (issue 25 item 5), so that
+	// a dashboard reads 0, not "No data", until the first event.
+	for _, k := range [...]string{"rpm", "tpm", "concurrency", "budget", "credit"} {
+		m.kinds[k] = m.refusals.WithLabelValues(k)
+	}
+	for _, mark := range [...]string{accounts.MarkAuditSettled, accounts.MarkAuditReleased, accounts.MarkUnsettledCrash} {
+		m.reconciled.WithLabelValues(mark)
+	}
 	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals, m.reconciled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.genai = newGenAIMetrics(m.reg)

@@ -191,3 +191,26 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsSeriesAtZero: issue 25 item 5: before any refusal or reconciliation the
+// admission-refusal series of every caller limit kind and the ledger-reconciled series of every
+// mark are exposed at 0, so that dashboards read 0 instead of "No data".
+func TestMetricsSeriesAtZero(t *testing.T) {
+	t.Parallel()
+	g := startTwo(t)
+	_, b := icGet(t, g.URL, "/metrics")
+	for _, line := range []string{
+		`switchyard_admission_refusals_total{kind="rpm"} 0`,
+		`switchyard_admission_refusals_total{kind="tpm"} 0`,
+		`switchyard_admission_refusals_total{kind="concurrency"} 0`,
+		`switchyard_admission_refusals_total{kind="budget"} 0`,
+		`switchyard_admission_refusals_total{kind="credit"} 0`,
+		`switchyard_ledger_reconciled_total{mark="audit-settled"} 0`,
+		`switchyard_ledger_reconciled_total{mark="audit-released"} 0`,
+		`switchyard_ledger_reconciled_total{mark="unsettled-crash"} 0`,
+	} {
+		if !strings.Contains(string(b), line+"\n") {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+}

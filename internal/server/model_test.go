@@ -306,14 +306,19 @@ func TestNGreaterThanOneRefused(t *testing.T) {
 	}
 }
 
-// withoutProviderMetadata checks that a non-stream body reports the upstream id it was served
-// by in provider_metadata.actual_model (R-AUDIT-1, issue 11 item 8) and returns the body without
-// that member, for the checks that no upstream id is echoed anywhere else (R-MODEL-6). Stream
-// bodies are returned as they are.
+// withoutProviderMetadata checks that a body reports the upstream id it was served by in
+// provider_metadata.actual_model (R-AUDIT-1, issue 11 item 8; a stream in its first comment
+// line, issue 25 item 3) and returns the body without it, for the checks that no upstream id is
+// echoed anywhere else (R-MODEL-6).
 func withoutProviderMetadata(t *testing.T, b []byte, stream bool, upstream string) []byte {
 	t.Helper()
-	if stream {
-		return b
+	if stream { // the stream's first line: `: provider_metadata {...}` (issue 25 item 3)
+		line, rest, _ := strings.Cut(string(b), "\n")
+		pm := gjson.Get(strings.TrimPrefix(line, ": provider_metadata "), "actual_model")
+		if !strings.HasPrefix(line, ": provider_metadata ") || pm.String() != upstream {
+			t.Errorf("stream's served-by line %q, want actual_model %q", line, upstream)
+		}
+		return []byte(rest)
 	}
 	pm := gjson.GetBytes(b, "provider_metadata")
 	if got := pm.Get("actual_model").String(); got != upstream {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -266,6 +267,7 @@ func (s *Server) explain(cs *callState, who caller, body []byte) (*RoutePlan, er
 		return nil, err
 	}
 	rp := routePlan(cs, &pr)
+	s.namePauses(rp.Dropped)
 	clear(cs.fallbacks)
 	if err != nil {
 		if !pr.refused {
@@ -304,4 +306,24 @@ func Explain(cfg *config.Config, cat *catalog.Catalog, key string, body []byte) 
 		}
 	}
 	return s.explain(new(callState), who, body)
+}
+
+// namePauses renames, in a POST /v1/route answer, the routes dropped as "circuit open" whose
+// provider is paused after an upstream 429 to plan.ReasonProviderPaused, the same fact the
+// audit's admission event names provider_paused (issue 25 item 5). The plan itself keeps one
+// reason for both; only the answer an operator reads tells them apart.
+func (s *Server) namePauses(ds []plan.Dropped) {
+	for i := range ds {
+		d := &ds[i]
+		if d.Reason != plan.ReasonCircuitOpen {
+			continue
+		}
+		scope := d.Deployment
+		if dep := s.cat.Deployment(d.Deployment); dep != nil {
+			scope = dep.PauseScope()
+		}
+		if errors.Is(s.circuits.Blocked(scope, d.Deployment, d.Model), circuit.ErrPaused) {
+			d.Reason = plan.ReasonProviderPaused
+		}
+	}
 }

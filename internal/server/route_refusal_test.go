@@ -8,6 +8,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	openaiopt "github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
+
+	"github.com/switchyard-gw/switchyard/internal/catalog"
+	fp "github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
 
 // TestRouteExplainsRefusals: issue 11 item 10: when no route is admitted (allowlist, a pin
@@ -91,5 +94,31 @@ func TestRouteExplainsRefusals(t *testing.T) {
 	_, b := icPost(t, g.URL, "/v1/route", `{"model":"claude-haiku-4-5","messages":[{"role":"user","content":"Hi"}]}`, "Authorization", "Bearer sk-static")
 	if gjson.GetBytes(b, "refusal").Exists() || gjson.GetBytes(b, "candidates.#").Int() != 1 {
 		t.Errorf("routable plan: %s", b)
+	}
+}
+
+// TestRouteNamesProviderPause: issue 25 item 5: after an upstream 429 pauses a provider
+// (R-CIRCUIT-4), POST /v1/route names its route's drop "provider paused", the fact the audit's
+// admission event calls provider_paused, not "circuit open"; an open circuit keeps that name.
+func TestRouteNamesProviderPause(t *testing.T) {
+	t.Parallel()
+	g := startTwo(t)
+	g.Fakes["oa-primary"].Script(fp.Behavior{Kind: fp.KindStatus, Status: 429, RetryAfter: 30})
+	resp, _ := icCall(t, g.URL, catalog.OpenAI, "gpt-4o-mini", false)
+	icServed(t, g, resp, "oa-backup", 2)
+	_, b := icPost(t, g.URL, "/v1/route", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}`)
+	ds := gjson.GetBytes(b, "dropped").Array()
+	if len(ds) != 1 || ds[0].Get("deployment").String() != "oa-primary" || ds[0].Get("reason").String() != "provider paused" {
+		t.Fatalf("dropped %s, want oa-primary as \"provider paused\"", gjson.GetBytes(b, "dropped").Raw)
+	}
+	resp, _ = icCall(t, g.URL, catalog.OpenAI, "gpt-4o-mini", false)
+	rec := g.generation(t, resp.Header.Get("X-Request-Id"))
+	found := false
+	for i := range rec.AdmissionEvents.Len() {
+		e := rec.AdmissionEvents.At(i)
+		found = found || (e.Kind == "provider_paused" && e.Deployment == "oa-primary")
+	}
+	if !found {
+		t.Errorf("the audit's admission events %+v lack provider_paused for oa-primary", rec.AdmissionEvents)
 	}
 }

@@ -139,6 +139,9 @@ func appendErrToken(b []byte, key, v string) []byte {
 	if v == "" {
 		return b
 	}
+	if dialect.LooksSecret(v) { // a key echoed in a code never reaches a log
+		v = dialect.RedactedToken
+	}
 	return append(append(b, key...), v...)
 }
 

@@ -456,3 +456,13 @@ func BenchmarkAppendErrorBody(b *testing.B) {
 		dst = AppendErrorBody(dst[:0], fe, "req_0123456789abcdef")
 	}
 }
+
+// TestNormalizeErrorRedactsSecretCodes: issue 25 item 5: an error_code shaped like a key is
+// logged as [redacted].
+func TestNormalizeErrorRedactsSecretCodes(t *testing.T) {
+	body := `{"type":"error","error":{"type":"invalid_request_error","message":"x","details":{"error_code":"sk_live_51H8abcDEF1234567890xyz"}}}`
+	fe := failure.From(NormalizeError(400, nil, []byte(body)))
+	if strings.Contains(fe.Error(), "sk_live") || !strings.Contains(fe.Error(), "error_code=[redacted]") {
+		t.Errorf("logged as %q", fe.Error())
+	}
+}

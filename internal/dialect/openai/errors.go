@@ -161,6 +161,9 @@ func appendErrToken(b []byte, key, v string) []byte {
 	if v == "" {
 		return b
 	}
+	if dialect.LooksSecret(v) { // a key echoed in a code never reaches a log
+		v = dialect.RedactedToken
+	}
 	return append(append(b, key...), v...)
 }
 
@@ -262,6 +265,9 @@ func errToken(r gjson.Result) string {
 // lower-case words joined by underscores (invalid_value, unsupported_parameter). Anything else
 // (a code carrying an id, a key or mixed case) is withheld: provider text never reaches callers.
 func callerCode(s string) string {
+	if dialect.LooksSecret(s) {
+		return ""
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(c >= 'a' && c <= 'z' || c == '_') {
 			return ""

@@ -525,3 +525,27 @@ func TestProviderCodeShapedLikeASecret(t *testing.T) {
 		t.Fatalf("plain code/param withheld: %q %q", fe.Code, fe.Param)
 	}
 }
+
+// TestNormalizeErrorRedactsSecretCodes: issue 25 item 5: a provider error whose code has the
+// shape of a key (sk_live_…) never reaches a log line (the Cause names it [redacted]) nor the
+// caller's body (no code), while word-shaped codes are still logged and relayed.
+func TestNormalizeErrorRedactsSecretCodes(t *testing.T) {
+	for _, code := range []string{"sk_live_51H8abcDEF1234567890xyz", "sk-proj-abcdef123456", "AKIAIOSFODNN7EXAMPLE", "key_4f9a8b7c6d5e4f3a2b1c0d9e"} {
+		body := `{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":"` + code + `"}}`
+		fe := failure.From(NormalizeError(400, nil, []byte(body)))
+		if strings.Contains(fe.Error(), code) || !strings.Contains(fe.Error(), "code=[redacted]") {
+			t.Errorf("%s: logged as %q", code, fe.Error())
+		}
+		if fe.Code != "" {
+			t.Errorf("%s: relayed to the caller as code %q", code, fe.Code)
+		}
+		fe = failure.From(NormalizeStreamError([]byte(body)))
+		if strings.Contains(fe.Error(), code) {
+			t.Errorf("%s: in-stream error logged as %q", code, fe.Error())
+		}
+	}
+	fe := failure.From(NormalizeError(400, nil, []byte(bodyUnsupported)))
+	if fe.Code != "unsupported_parameter" || !strings.Contains(fe.Error(), "code=unsupported_parameter") {
+		t.Errorf("a word-shaped code: %q, %q", fe.Code, fe.Error())
+	}
+}
