@@ -493,8 +493,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		shot(t, "01-login")
 		run(t, chromedp.SendKeys(chromedp.ID("token"), "wrong-token"), chromedp.Submit(chromedp.ID("token")),
 			chromedp.WaitVisible(chromedp.ID("login-error")))
+		// The overview is the landing page (issue 23); the logs are one click away.
 		run(t, chromedp.SendKeys(chromedp.ID("token"), adminToken), chromedp.Submit(chromedp.ID("token")),
-			chromedp.WaitVisible(chromedp.ID("logs")))
+			chromedp.WaitVisible(chromedp.ID("overview")), chromedp.Navigate(g.URL+"/console/logs"), chromedp.WaitVisible(chromedp.ID("logs")))
 		// The session cookie is HttpOnly: the page's script cannot read it.
 		if c := js(t, `document.cookie`); strings.Contains(c, "switchyard_console") {
 			t.Errorf("document.cookie shows the session cookie: %q", c)
@@ -513,7 +514,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		// Auto-refresh brings it in without a reload.
 		run(t, chromedp.WaitVisible(chromedp.ID("req-"+id)))
 		row := js(t, `document.getElementById('req-`+id+`').closest('tr').innerText`)
-		for _, want := range []string{k1.ID, "gpt-4o-mini", "200", "2 (1 failed)", "oa-backup"} {
+		// The key by its name (issue 23), and its account.
+		for _, want := range []string{"traffic", acctA.ID, "gpt-4o-mini", "200", "2 (1 failed)", "oa-backup"} {
 			if !strings.Contains(row, want) {
 				t.Errorf("log row %q lacks %q", row, want)
 			}
@@ -529,8 +531,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("first Tab focuses %q, want the skip link", f)
 		}
 		run(t, chromedp.KeyEvent(kb.Tab))
-		if f := js(t, `document.activeElement.textContent`); f != "Logs" {
-			t.Errorf("second Tab focuses %q, want the Logs link", f)
+		if f := js(t, `document.activeElement.textContent`); f != "Overview" {
+			t.Errorf("second Tab focuses %q, want the first page's link (Overview)", f)
 		}
 		// A filter that excludes it.
 		run(t, chromedp.Navigate(g.URL+"/console/logs?deployment=nowhere"), chromedp.WaitVisible(chromedp.CSS("#logs p")))

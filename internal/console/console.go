@@ -171,7 +171,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // script shows the page the path names).
 func isPage(p string) bool {
 	switch p {
-	case "/console/", "/console/logs", "/console/models", "/console/keys":
+	case "/console/", "/console/overview", "/console/logs", "/console/models", "/console/keys":
 		return true
 	}
 	return false

@@ -118,6 +118,15 @@
   const cost = (r) => (r.attempts || []).reduce((s, a) => s + (a.cost_usd || 0), 0);
   const keyOf = (r) => r.key_id || r.key || '';
 
+  // keyNames maps stored keys' ids to their names (the first 500 keys; a static key's id is
+  // its name already); {} when the keys cannot be listed.
+  async function keyNames() {
+    try {
+      const page = await api('GET', 'keys?limit=500');
+      return Object.fromEntries((page.data || []).map((k) => [k.id, k.name]));
+    } catch (e) { return {}; }
+  }
+
   async function logsPage() {
     const q = qs();
     if (q.get('request')) return detailPage(q.get('request'));
@@ -132,9 +141,14 @@
       h('datalist', { id: 'classes' }, CLASSES.map((c) => h('option', { value: c }))),
       h('button', { type: 'submit' }, 'Filter'),
       h('a', { href: '/console/logs' }, 'Clear'));
+    // Search by request id: the detail of that request (the gateway's x-request-id).
+    const search = h('form', { class: 'filters', method: 'get', action: '/console/logs', role: 'search', id: 'find-request' },
+      h('label', { for: 'f-request' }, 'Request id', h('input', { id: 'f-request', name: 'request', placeholder: 'req_…', required: true })),
+      h('button', { type: 'submit', class: 'secondary' }, 'Open'));
     const auto = h('input', { type: 'checkbox', id: 'autorefresh', checked: true });
     const state = h('span', { class: 'muted', id: 'logs-state' });
-    put(main, form, h('p', { class: 'row' }, h('label', { for: 'autorefresh' }, auto, ' Refresh every 3 s'), state));
+    put(main, search, form, h('p', { class: 'row' }, h('label', { for: 'autorefresh' }, auto, ' Refresh every 3 s'), state));
+    const names = await keyNames();
     let list = h('div', { id: 'logs' });
     const more = h('button', { type: 'button', class: 'secondary', id: 'older', hidden: true }, 'Load older');
     put(main, list, more);
@@ -153,12 +167,14 @@
     let rows = [], cursor = null, last = '';
     const render = () => {
       list = replace(list, h('div', { id: 'logs' }, rows.length === 0 ? h('p', {}, 'No requests match.') : table([
+        // Status and class first after the time: in a narrow window they stay on screen.
         { label: 'Time', cell: (r) => fmtTime(r.created_at) },
-        { label: 'Request', cell: (r) => h('a', { href: '/console/logs?request=' + encodeURIComponent(r.request_id), id: 'req-' + r.request_id, class: 'mono' }, r.request_id) },
-        { label: 'Key', cell: (r) => h('span', { class: 'mono' }, keyOf(r) || '—') },
-        { label: 'Model', cell: (r) => r.model },
         { label: 'Status', num: true, cell: (r) => h('span', { class: r.status >= 400 ? 'bad' : 'ok' }, r.status) },
         { label: 'Class', cell: (r) => r.error_code || 'ok' },
+        { label: 'Request', cell: (r) => h('a', { href: '/console/logs?request=' + encodeURIComponent(r.request_id), id: 'req-' + r.request_id, class: 'mono' }, r.request_id) },
+        { label: 'Key', cell: (r) => keyOf(r) ? h('span', { title: keyOf(r) }, names[keyOf(r)] || keyOf(r)) : '—' },
+        { label: 'Account', cell: (r) => h('span', { class: 'mono' }, r.account || '—') },
+        { label: 'Model', cell: (r) => r.model },
         { label: 'Attempts', num: true, cell: (r) => { const n = (r.attempts || []).length, f = (r.attempts || []).filter((a) => a.outcome === 'failed').length; return f ? `${n} (${f} failed)` : String(n); } },
         { label: 'Deployment', cell: (r) => { const a = served(r); return a ? a.deployment : '—'; } },
         { label: 'Tokens in / out', num: true, cell: (r) => { const a = served(r); return a ? `${a.tokens.input} / ${a.tokens.output}` : '—'; } },
@@ -193,9 +209,11 @@
     let r;
     try { r = await api('GET', 'requests/' + encodeURIComponent(id)); } catch (e) { put(main, errorBox(e)); return; }
     const a = served(r);
+    const names = await keyNames();
+    const reserved = (r.attempts || []).reduce((s, t) => s + (t.reserved_max_usd || 0), 0);
     put(main, h('dl', { class: 'kv', id: 'request-summary' },
       kv('Time', fmtTime(r.created_at)), kv('Model', r.model), kv('Surface', r.surface), kv('Account', r.account || '—'),
-      kv('Key', keyOf(r) || '—'), kv('Status', String(r.status)), kv('Class', r.error_code || 'ok'), kv('Stream', r.stream ? 'yes' : 'no'),
+      kv('Key', keyOf(r) ? (names[keyOf(r)] ? `${names[keyOf(r)]} (${keyOf(r)})` : keyOf(r)) : '—'), kv('Status', String(r.status)), kv('Class', r.error_code || 'ok'), kv('Stream', r.stream ? 'yes' : 'no'),
       kv('Served by', a ? a.deployment : '—'), kv('Cost', fmtUSD(cost(r))), kv('Duration', fmtMS(r.duration_ms))));
     put(main, h('h2', {}, 'Attempts'), table([
       { label: 'Job ID / Attempt', cell: (t) => h('span', { class: 'job' }, h('span', { class: 'mono' }, r.request_id), ` / ${t.attempt}`) },
@@ -213,6 +231,18 @@
       { label: 'Billing', cell: (t) => t.billing_source || '—' },
       { label: 'Dropped params', cell: (t) => (t.dropped_params || []).join(', ') || '—' },
     ], r.attempts || [], 'Attempts in dispatch order'));
+    // The cost breakdown: what each attempt reserved before dispatch, the price it was billed
+    // at (USD per million tokens, as it was then) and what it settled at.
+    const perM = (p, k) => p && p[k] !== undefined ? '$' + (+p[k]).toString() : '—';
+    put(main, h('h2', {}, 'Cost'), h('p', { id: 'cost-summary' }, `Reserved ${fmtUSD(reserved)}, settled ${fmtUSD(cost(r))}.`), table([
+      { label: 'Attempt', num: true, cell: (t) => String(t.attempt) },
+      { label: 'Deployment', cell: (t) => t.deployment },
+      { label: 'Reserved', num: true, cell: (t) => fmtUSD(t.reserved_max_usd || 0) },
+      { label: 'Price in / out per 1M', num: true, cell: (t) => t.price ? `${perM(t.price, 'input')} / ${perM(t.price, 'output')}` : 'unpriced' },
+      { label: 'Tokens in (cached) / out', num: true, cell: (t) => t.tokens ? `${t.tokens.input + t.tokens.cached + t.tokens.cache_write} (${t.tokens.cached}) / ${t.tokens.output}` : '—' },
+      { label: 'Settled', num: true, cell: (t) => fmtUSD(t.cost_usd) },
+      { label: 'Billing', cell: (t) => t.billing_source || '—' },
+    ], r.attempts || [], 'Cost of each attempt'));
     // The cost of each priced attempt, broken down: each token count x its price (pricing.md).
     const priced = (r.attempts || []).filter((t) => t.price && (t.price.lines || []).length);
     if (priced.length) {
@@ -564,15 +594,133 @@
     }
   }
 
+  // ---- Overview ----
+  // Charts are plain SVG built with DOM calls: no library, no inline style (the CSP forbids it).
+  const SVG = 'http://www.w3.org/2000/svg';
+  function s(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) e.setAttribute(k, v);
+    for (const c of kids.flat(Infinity)) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+    return e;
+  }
+  const W = 640, H = 180, PAD = { l: 66, r: 8, t: 8, b: 22 };
+  const niceMax = (v) => { if (!(v > 0)) return 1; const p = Math.pow(10, Math.floor(Math.log10(v))); return Math.ceil(v / p) * p; };
+  const tick = (t, bucket) => { const d = new Date(t); return bucket >= 86400 ? d.toLocaleDateString() : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }); };
+  // chart draws a bar chart (stacked series) or a line chart of points (x = bucket index).
+  // series: [{name, cls, values: [number|null]}]; fmt formats the axis and the titles.
+  function chart(id, title, kind, starts, bucket, series, fmt) {
+    const n = starts.length, iw = W - PAD.l - PAD.r, ih = H - PAD.t - PAD.b;
+    const totals = starts.map((_, i) => kind === 'bar' ? series.reduce((a, x) => a + (x.values[i] || 0), 0) : Math.max(0, ...series.map((x) => x.values[i] || 0)));
+    const top = niceMax(Math.max(0, ...totals));
+    const y = (v) => PAD.t + ih - (v / top) * ih, bw = iw / Math.max(n, 1);
+    const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-labelledby': id + '-t', id },
+      s('title', { id: id + '-t' }, title),
+      [0, 0.5, 1].map((f) => [s('line', { x1: PAD.l, x2: W - PAD.r, y1: y(top * f), y2: y(top * f), class: 'grid' }),
+        s('text', { x: PAD.l - 4, y: y(top * f) + 4, class: 'axis', 'text-anchor': 'end' }, fmt(top * f))]),
+      [0, Math.floor(n / 2), n - 1].filter((i, j, a) => i >= 0 && a.indexOf(i) === j).map((i) =>
+        s('text', { x: i === n - 1 && n > 1 ? W - PAD.r : PAD.l + (i + 0.5) * bw, y: H - 6, class: 'axis', 'text-anchor': i === n - 1 && n > 1 ? 'end' : 'middle' }, tick(starts[i], bucket))));
+    if (kind === 'bar') {
+      starts.forEach((t, i) => {
+        let base = 0;
+        for (const x of series) {
+          const v = x.values[i] || 0;
+          if (v <= 0) continue;
+          put(svg, s('rect', { x: PAD.l + i * bw + bw * 0.1, width: Math.max(bw * 0.8, 1), y: y(base + v), height: Math.max(y(base) - y(base + v), 0.5), class: 'bar ' + x.cls },
+            s('title', {}, `${tick(t, bucket)} ${x.name}: ${fmt(v)}`)));
+          base += v;
+        }
+      });
+    } else {
+      for (const x of series) {
+        let d = '';
+        x.values.forEach((v, i) => { if (v === null || v === undefined) return; d += (d && x.values[i - 1] !== null && x.values[i - 1] !== undefined ? 'L' : 'M') + (PAD.l + (i + 0.5) * bw).toFixed(1) + ' ' + y(v).toFixed(1); });
+        if (d) put(svg, s('path', { d, class: 'line ' + x.cls }, s('title', {}, x.name)));
+        x.values.forEach((v, i) => { if (v !== null && v !== undefined) put(svg, s('circle', { cx: PAD.l + (i + 0.5) * bw, cy: y(v), r: 2.5, class: 'dot ' + x.cls }, s('title', {}, `${tick(starts[i], bucket)} ${x.name}: ${fmt(v)}`))); });
+      }
+    }
+    const legend = h('ul', { class: 'legend' }, series.map((x) => h('li', {}, h('span', { class: 'swatch ' + x.cls, 'aria-hidden': 'true' }), x.name)));
+    return h('figure', { class: 'chartbox' }, h('figcaption', {}, title), svg, legend);
+  }
+  const CLASS_COLORS = 8;
+  const fmtInt = (v) => (v >= 1e6 ? (v / 1e6).toFixed(1) + 'M' : v >= 1e4 ? (v / 1e3).toFixed(1) + 'k' : String(Math.round(v * 100) / 100));
+  const fmtBucket = (sec) => sec >= 3600 ? (sec / 3600) + ' h' : (sec / 60) + ' min';
+
+  async function overviewPage() {
+    const q = qs();
+    const win = ['1h', '24h', '7d'].includes(q.get('window')) ? q.get('window') : '24h';
+    swap(main, h('h1', {}, 'Overview'), h('nav', { class: 'row windows', 'aria-label': 'Window' },
+      ['1h', '24h', '7d'].map((w) => h('a', { href: '/console/overview?window=' + w, 'aria-current': w === win ? 'true' : null, id: 'win-' + w }, 'Last ' + w))));
+    const auto = h('input', { type: 'checkbox', id: 'autorefresh', checked: true });
+    const state = h('span', { class: 'muted', id: 'overview-state' });
+    put(main, h('p', { class: 'row' }, h('label', { for: 'autorefresh' }, auto, ' Refresh every 3 s'), state));
+    let body = h('div', { id: 'overview' });
+    put(main, body);
+    let last = '';
+    const render = (o) => {
+      const t = o.totals, b = o.bucket_seconds, starts = o.series.map((p) => p.start);
+      const rate = t.requests ? (100 * t.errors / t.requests) : 0;
+      const classes = o.classes.map((c) => c.class);
+      const card = (id, label, value) => h('div', { class: 'card', id }, h('div', { class: 'muted' }, label), h('div', { class: 'big' }, value));
+      const topTable = (id, title, rows, name) => h('section', { class: 'top-list', id }, h('h2', {}, title), rows.length === 0 ? h('p', { class: 'muted' }, 'None in this window.') : table([
+        { label: 'Name', cell: (r) => name(r) },
+        { label: 'Requests', num: true, cell: (r) => String(r.requests) },
+        { label: 'Failed', num: true, cell: (r) => String(r.errors) },
+        { label: 'Tokens in / out', num: true, cell: (r) => `${r.input_tokens} / ${r.output_tokens}` },
+        { label: 'Cost', num: true, cell: (r) => fmtUSD(r.cost_usd) },
+      ], rows, title));
+      const logLink = (param, v, text) => h('a', { href: '/console/logs?' + new URLSearchParams({ [param]: v }) }, text);
+      body = replace(body, h('div', { id: 'overview' },
+        h('div', { class: 'cards' },
+          card('total-requests', 'Requests', String(t.requests)),
+          card('total-errors', 'Failed', `${t.errors} (${rate.toFixed(1)}%)`),
+          card('total-cost', 'Spend', fmtUSD(t.cost_usd)),
+          card('total-tokens', 'Tokens in / out', `${t.input_tokens} / ${t.output_tokens}`)),
+        o.classes.length ? h('p', { id: 'failure-classes' }, 'Failures by class: ', o.classes.map((c, i) => [i ? ', ' : '', logLink('class', c.class, c.class), ` ${c.requests}`])) : null,
+        h('div', { class: 'charts' },
+          chart('chart-requests', `Requests per ${fmtBucket(b)}, failures by class`, 'bar', starts, b, [
+            { name: 'succeeded', cls: 'c-ok', values: o.series.map((p) => p.requests - p.errors) },
+            ...classes.map((c, i) => ({ name: c, cls: 'c-err' + (i % CLASS_COLORS), values: o.series.map((p) => p.classes[c] || 0) })),
+          ], fmtInt),
+          chart('chart-latency', 'Latency and time to first token (ms)', 'line', starts, b, [
+            { name: 'p50', cls: 'c-p50', values: o.series.map((p) => p.latency_p50_ms) },
+            { name: 'p99', cls: 'c-p99', values: o.series.map((p) => p.latency_p99_ms) },
+            { name: 'TTFT p50', cls: 'c-t50', values: o.series.map((p) => p.ttft_p50_ms) },
+            { name: 'TTFT p99', cls: 'c-t99', values: o.series.map((p) => p.ttft_p99_ms) },
+          ], (v) => fmtInt(v)),
+          chart('chart-spend', `Spend per ${fmtBucket(b)} (USD)`, 'bar', starts, b, [
+            { name: 'spend', cls: 'c-cost', values: o.series.map((p) => p.cost_usd) },
+          ], (v) => fmtUSD(v)),
+          chart('chart-tokens', `Tokens per ${fmtBucket(b)}`, 'bar', starts, b, [
+            { name: 'in', cls: 'c-in', values: o.series.map((p) => p.input_tokens) },
+            { name: 'out', cls: 'c-out', values: o.series.map((p) => p.output_tokens) },
+          ], fmtInt)),
+        h('div', { class: 'tops' },
+          topTable('top-models', 'Top models', o.top_models, (r) => logLink('model', r.name, r.name)),
+          topTable('top-deployments', 'Top deployments', o.top_deployments, (r) => logLink('deployment', r.name, r.name)),
+          topTable('top-keys', 'Top keys', o.top_keys, (r) => logLink('key_id', r.name, o.key_names[r.name] || r.name)),
+          topTable('top-accounts', 'Top accounts', o.top_accounts, (r) => logLink('account_id', r.name, r.name)))));
+    };
+    const load = async () => {
+      try {
+        const o = await api('GET', 'overview?window=' + win);
+        const sig = JSON.stringify([o.totals, o.series, o.top_models, o.top_deployments, o.top_keys, o.top_accounts]);
+        if (sig !== last) { last = sig; render(o); }
+        state.textContent = 'Updated ' + new Date().toLocaleTimeString();
+      } catch (e) { body = replace(body, h('div', { id: 'overview' }, errorBox(e))); }
+    };
+    await load();
+    every(REFRESH_MS, () => auto.checked ? load() : null);
+  }
+
   // ---- start ----
   document.getElementById('logout').addEventListener('click', async () => {
     await fetch('/console/logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-Switchyard-Csrf': csrf } });
     location.assign('/console/login');
   });
   const page = location.pathname.replace(/\/+$/, '').split('/').pop();
-  const pages = { logs: logsPage, models: modelsPage, keys: keysPage, console: logsPage };
-  const name = pages[page] ? (page === 'console' ? 'logs' : page) : 'logs';
+  const pages = { overview: overviewPage, logs: logsPage, models: modelsPage, keys: keysPage, console: overviewPage };
+  const name = pages[page] ? (page === 'console' ? 'overview' : page) : 'overview';
   for (const a of document.querySelectorAll('nav a')) if (a.dataset.page === name) a.setAttribute('aria-current', 'page');
-  document.title = { logs: 'Logs', models: 'Models', keys: 'Keys and settings' }[name] + ' · Switchyard console';
+  document.title = { overview: 'Overview', logs: 'Logs', models: 'Models', keys: 'Keys and settings' }[name] + ' · Switchyard console';
   pages[name]().catch((e) => put(main, errorBox(e)));
 })();
