@@ -114,8 +114,8 @@ func (j *FileJournal) Close(clean bool) error {
 // names the replica whose file it came from; a reserve (or its settle or release) already
 // stored is skipped by the store (AppendLedger's unique indexes), and a reserve whose request
 // has ended is not reopened, so replaying twice changes nothing. It returns how many entries it
-// read. A line that cannot be read (a torn last write) is skipped and counted in the error-free
-// result's log only. A missing dir replays nothing.
+// read. A line that cannot be read (a torn last write) is skipped. A missing dir replays
+// nothing.
 func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
 	if err != nil {
