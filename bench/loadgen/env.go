@@ -56,10 +56,14 @@ type gatewayURLs struct {
 	SwitchyardObsOff string `json:"switchyard_obs_off,omitempty"`
 	SwitchyardTraced string `json:"switchyard_traced,omitempty"`
 	// With -keyed: the default Switchyard with authentication on, called with a key of an
-	// (unmetered) account, so that every request waits for its durable ledger reserve entry
-	// (billing.LedgerWait, group commit); KeyedSecret is that key.
+	// (unmetered) account, so that every request writes a ledger entry and secures its reserve
+	// at its commit (billing.Reservation.Secure); KeyedSecret is that key.
 	SwitchyardKeyed string `json:"switchyard_keyed,omitempty"`
 	KeyedSecret     string `json:"keyed_secret,omitempty"`
+	// With -keyed, also: the same with a key that has a budget (a metered request: it holds
+	// money, its reserve is secured at its commit); MeteredSecret is that key.
+	SwitchyardMetered string `json:"switchyard_metered,omitempty"`
+	MeteredSecret     string `json:"metered_secret,omitempty"`
 	// Control serves the gateway process's own figures (GET /_bench/stats: CPU, memory).
 	Control string `json:"control"`
 }
@@ -282,6 +286,9 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, key
 		if out.SwitchyardKeyed, out.KeyedSecret, err = startSwitchyard(g, p, logf, obsKeyed, traceSample); err != nil {
 			return out, err
 		}
+		if out.SwitchyardMetered, out.MeteredSecret, err = startSwitchyard(g, p, logf, obsMetered, traceSample); err != nil {
+			return out, err
+		}
 	}
 	if !obs {
 		return out, nil
@@ -299,10 +306,11 @@ const (
 	obsOff            // metrics off, no access log, tracing off
 	obsTraced         // metrics on, JSON access log formatted (to io.Discard), tracing on: 10% sampled, OTLP/HTTP to an in-process sink
 	obsKeyed          // obsDefault with authentication on and a key of an unmetered account (-keyed)
+	obsMetered        // obsKeyed with a budget on the key: every request holds money (-keyed)
 )
 
 // obsTarget names the target of each Switchyard variant (the tables' rows, the profile label).
-var obsTarget = [...]string{obsDefault: "switchyard", obsOff: "switchyard-obs-off", obsTraced: "switchyard-traced", obsKeyed: "switchyard-keyed"}
+var obsTarget = [...]string{obsDefault: "switchyard", obsOff: "switchyard-obs-off", obsTraced: "switchyard-traced", obsKeyed: "switchyard-keyed", obsMetered: "switchyard-metered"}
 
 // startSwitchyard starts one Switchyard of the variant obs, built as cmd/switchyard's run()
 // builds it, and returns its root URL. sample is the tracing ratio of obsDefault and obsTraced
@@ -314,7 +322,7 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	}
 	g.after = append(g.after, func() { _ = os.RemoveAll(dir) })
 	storeURL := "sqlite://" + filepath.Join(dir, "bench.db")
-	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL, obs == obsKeyed)))
+	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL, obs == obsKeyed || obs == obsMetered)))
 	if err != nil {
 		return "", "", err
 	}
@@ -326,7 +334,7 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	if err != nil {
 		return "", "", err
 	}
-	if obs == obsKeyed { // an unmetered account and its key, in the store before the server loads it
+	if obs == obsKeyed || obs == obsMetered { // an unmetered account and its key, in the store before the server loads it
 		acct := &accounts.Account{ID: "acct_bench", Name: "bench"}
 		var prefix string
 		var hash [32]byte
@@ -335,8 +343,12 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 			_ = st.Close()
 			return "", "", err
 		}
+		settings := json.RawMessage(`{}`)
+		if obs == obsMetered { // a budget no run reaches: every request reserves and settles
+			settings = json.RawMessage(`{"limits":{"budget_usd":1000000,"budget_period":"total"}}`)
+		}
 		if err := st.CreateKey(g.ctx, &accounts.Key{ID: "key_bench", AccountID: acct.ID, Name: "bench", Prefix: prefix,
-			SecretHash: hash, CreatedAt: time.Now().UTC()}); err != nil {
+			SecretHash: hash, Settings: settings, CreatedAt: time.Now().UTC()}); err != nil {
 			_ = st.Close()
 			return "", "", err
 		}

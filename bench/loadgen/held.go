@@ -31,6 +31,10 @@ type procStats struct {
 	Goroutines int   `json:"goroutines"`
 	AllocBytes int64 `json:"alloc_bytes"` // heap bytes allocated since the process started
 	GCCycles   int64 `json:"gc_cycles"`   // completed GC cycles since the process started
+	// WriteBytes is what the process caused to be written to storage so far (/proc/self/io
+	// write_bytes: the SQLite stores' WAL and database files, the ledger journals); 0 where the
+	// kernel does not say.
+	WriteBytes int64 `json:"write_bytes"`
 }
 
 var statSamples = []metrics.Sample{
@@ -57,6 +61,13 @@ func readProcStats(gc bool) procStats {
 		Goroutines: runtime.NumGoroutine(),
 		AllocBytes: int64(statSamples[2].Value.Uint64()),
 		GCCycles:   int64(statSamples[3].Value.Uint64()),
+	}
+	if b, err := os.ReadFile("/proc/self/io"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+				ps.WriteBytes, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
 	}
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 1 {

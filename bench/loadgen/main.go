@@ -91,8 +91,8 @@ type options struct {
 	obs bool
 	// traceSample traces the default Switchyard at this ratio (-trace-sample; 0: off).
 	traceSample float64
-	// keyed also measures switchyard-keyed: authentication on, a key of an unmetered account
-	// (every request waits for its ledger reserve entry to be stored).
+	// keyed also measures switchyard-keyed (authentication on, a key of an unmetered account)
+	// and switchyard-metered (a key with a budget: every request holds money) (-keyed).
 	keyed bool
 	// held streams held open at once per target in the held-streams phase (0: none), opened
 	// at heldRate per second.
@@ -116,6 +116,12 @@ var presets = map[string][][2]string{
 	"issue15": {{"rates", "500,1000"}, {"rounds", "5"}, {"duration", "5s"}, {"warmup", "1s"},
 		{"scenarios", "chat"}, {"obs", "true"}, {"trace-sample", "0.01"}, {"held", "5000"}, {"held-rate", "1000"},
 		{"slice", "1s"}},
+	// issue24: the money path (issues 24 and 27) in one run: non-stream chat at 500 and 1000
+	// req/s, 3 rounds sliced by 1 s, anonymous Switchyard beside switchyard-keyed (a key of an
+	// unmetered account) and switchyard-metered (a key with a budget), their added latency
+	// against the bare proxy's, the gateway's CPU and bytes written to disk per request.
+	"issue24": {{"rates", "500,1000"}, {"rounds", "3"}, {"duration", "5s"}, {"warmup", "1s"},
+		{"scenarios", "chat"}, {"keyed", "true"}, {"slice", "1s"}},
 }
 
 func main() {
@@ -140,13 +146,13 @@ func main() {
 	flag.StringVar(&o.models[2], "anthropic-model", modelAnthropic, "model of the anthropic-stream scenario")
 	flag.BoolVar(&o.obs, "obs", false, "also measure switchyard-obs-off (no metrics, no access log) and switchyard-traced (metrics, JSON access log, tracing 10% sampled to an in-process OTLP sink)")
 	flag.Float64Var(&o.traceSample, "trace-sample", 0, "trace the switchyard target at this sampling ratio to an in-process OTLP sink (0: tracing off)")
-	flag.BoolVar(&o.keyed, "keyed", false, "also measure switchyard-keyed: authentication on, requests with a key of an unmetered account (each waits for its ledger reserve entry, billing.LedgerWait)")
+	flag.BoolVar(&o.keyed, "keyed", false, "also measure switchyard-keyed (authentication on, requests with a key of an unmetered account) and switchyard-metered (a key with a budget: every request holds money)")
 	flag.IntVar(&o.held, "held", 0, "held-streams phase: streams held open at once through bare-proxy and switchyard, memory per stream (0: skip)")
 	flag.IntVar(&o.heldRate, "held-rate", 1000, "held-streams phase: streams opened per second")
 	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
 	flag.DurationVar(&o.slice, "slice", 0, "measure each target's phase as interleaved slices of this length, the targets taking turns (0: one piece per target)")
 	var preset string
-	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run)")
+	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run), issue24 (anonymous, keyed and metered)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
 	flag.StringVar(&role, "role", "", "internal: child process role (providers, gateways)")
 	flag.StringVar(&provJSON, "providers", "", "internal: provider URLs for the gateways role")
@@ -307,7 +313,8 @@ func runParent(o options, logf func(string, ...any)) error {
 		{Name: "switchyard", Root: map[string]string{"chat": gw.Switchyard, "stream": gw.Switchyard, "anthropic-stream": gw.Switchyard}},
 	}
 	for _, v := range []struct{ name, url, key string }{{"switchyard-obs-off", gw.SwitchyardObsOff, ""},
-		{"switchyard-traced", gw.SwitchyardTraced, ""}, {"switchyard-keyed", gw.SwitchyardKeyed, gw.KeyedSecret}} {
+		{"switchyard-traced", gw.SwitchyardTraced, ""}, {"switchyard-keyed", gw.SwitchyardKeyed, gw.KeyedSecret},
+		{"switchyard-metered", gw.SwitchyardMetered, gw.MeteredSecret}} {
 		if v.url != "" {
 			targets = append(targets, target{Name: v.name, Key: v.key, Root: map[string]string{"chat": v.url, "stream": v.url, "anthropic-stream": v.url}})
 		}
@@ -321,7 +328,7 @@ func runParent(o options, logf func(string, ...any)) error {
 	hc := newClient(o.maxInflight)
 	ctl := newClient(4)
 	var sys []string // the Switchyards of this run: quiesced after every phase
-	for _, u := range []string{gw.Switchyard, gw.SwitchyardObsOff, gw.SwitchyardTraced, gw.SwitchyardKeyed} {
+	for _, u := range []string{gw.Switchyard, gw.SwitchyardObsOff, gw.SwitchyardTraced, gw.SwitchyardKeyed, gw.SwitchyardMetered} {
 		if u != "" {
 			sys = append(sys, u)
 		}
@@ -370,6 +377,9 @@ func runParent(o options, logf func(string, ...any)) error {
 							ph.GCPer10k = float64(cpu1.GCCycles-cpu0.GCCycles) * 1e4 / float64(ph.OK)
 						}
 						ph.Quiesce = quiesce(ctx, ctl, sys, 10*time.Second).Seconds()
+						if io1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
+							ph.DiskBytes = float64(io1.WriteBytes-cpu0.WriteBytes) / float64(ph.OK)
+						}
 						parts[i] = append(parts[i], ph)
 					}
 				}

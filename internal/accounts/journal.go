@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,8 +115,8 @@ func (j *FileJournal) Close(clean bool) error {
 // names the replica whose file it came from; a reserve (or its settle or release) already
 // stored is skipped by the store (AppendLedger's unique indexes), and a reserve whose request
 // has ended is not reopened, so replaying twice changes nothing. It returns how many entries it
-// read. A line that cannot be read (a torn last write) is skipped and counted in the error-free
-// result's log only. A missing dir replays nothing.
+// read. A line that cannot be read (a torn last write) is skipped. A missing dir replays
+// nothing.
 func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
 	if err != nil {
@@ -132,6 +133,19 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 		if err != nil {
 			return total, err
 		}
+		if er, ok := st.(EndReader); ok && len(es) > 0 {
+			// A journal holds the reserves committed since its segment was last reused: most of
+			// them ended, many by a settle that took the reserve's place. Those stay one row.
+			ids := make([]string, len(es))
+			for i := range es {
+				ids[i] = es[i].RequestID
+			}
+			ended, err := er.EndedRequests(ctx, ids)
+			if err != nil {
+				return total, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err)
+			}
+			es = slices.DeleteFunc(es, func(e LedgerEntry) bool { return ended[e.RequestID] })
+		}
 		for rest := es; len(rest) > 0; {
 			n := min(len(rest), 512)
 			if err := st.AppendLedger(ctx, rest[:n]); err != nil {
@@ -145,6 +159,13 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 		}
 	}
 	return total, nil
+}
+
+// EndReader is a store that says which requests have a settle or a release stored
+// (ReplayJournals then skips their reserves); the SQL stores implement it.
+type EndReader interface {
+	// EndedRequests returns the ids among ids that have a settle or a release stored.
+	EndedRequests(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 // readJournal reads the reserves of one segment file of replica.

@@ -52,8 +52,8 @@ type ReconcilerOptions struct {
 
 // Reconciler keeps one replica's heartbeat and closes the reserves of replicas that are gone
 // (R-BILL-1, R-BILL-2; docs/deploy.md "A replica killed"): a reserve entry is made durable
-// before its request is dispatched (Writer.AppendWait), and its settle or release is queued
-// after; a replica killed in between (kill -9, an OOM, a lost host) leaves the reserve open.
+// before its request's first byte reaches the caller (Writer.Secure), and its settle or release
+// is queued after; a replica killed in between (kill -9, an OOM, a lost host) leaves the reserve open.
 // Every Heartbeat interval, each replica looks for open reserves whose replica has sent no
 // heartbeat for ReplicaTimeout and ends each one: a settle at the audited cost, marked
 // MarkAuditSettled, when the audit has the request committed; a release marked

@@ -76,9 +76,13 @@ const LagWarning = time.Second
 // in memory from Append until its batch commits, at most FlushInterval later while the store
 // answers. A process crash (or a drain that times out at shutdown) loses the entries queued
 // then, and only those; every entry whose batch committed is in the store, with its balance
-// change in the same transaction. A request's reserve entry is written with AppendWait before
-// dispatch, so a settle lost that way leaves an open reserve, which the Reconciler of another
-// (or the restarted) replica closes: no served request ends without a ledger trace. Lag
+// change in the same transaction. A request's reserve entry is queued at admission (Reserve)
+// and made durable at its commit, before the first byte to the caller (Secure: a Journal line,
+// or the group commit), so a settle lost that way leaves an open reserve (in the store, or in
+// the journal that ReplayJournals writes to it), which the Reconciler of another (or the
+// restarted) replica closes: no served request ends without a ledger trace. An end whose
+// reserve is still queued takes its place (End): entries are written in the order their
+// request's first entry was queued. Lag
 // reports how far the writer is behind (logged past LagWarning). Credits are not queued: the admin API writes them synchronously (Store.Credit)
 // before it answers.
 //

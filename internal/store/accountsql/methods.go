@@ -592,6 +592,39 @@ func (s *Store) OpenReserves(ctx context.Context, staleBefore time.Time, limit i
 	return out, wrap("reading open reserves", rows.Err())
 }
 
+// EndedRequests implements accounts.EndReader: one indexed lookup per id (ledger_settle_request,
+// ledger_release_request), 500 ids a statement.
+func (s *Store) EndedRequests(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	for rest := ids; len(rest) > 0; {
+		n := min(len(rest), 500)
+		args := make([]any, n)
+		for i, id := range rest[:n] {
+			args[i] = id
+		}
+		q := repeatRows(`SELECT request_id FROM ledger WHERE kind IN ('settle', 'release') AND request_id IN (`, "?", n, `)`)
+		rows, err := s.rdb.QueryContext(ctx, s.q(q), args...)
+		if err != nil {
+			return nil, wrap("reading ended requests", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, wrap("reading ended requests", err)
+			}
+			out[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, wrap("reading ended requests", err)
+		}
+		rest = rest[n:]
+	}
+	return out, nil
+}
+
 // ForgetReplicas implements accounts.ReplicaStore.
 func (s *Store) ForgetReplicas(ctx context.Context, before time.Time) error {
 	_, err := s.db.ExecContext(ctx, s.q(`DELETE FROM replicas WHERE seen_at < ?
