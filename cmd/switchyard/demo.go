@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/switchyard-gw/switchyard/internal/catalog"
@@ -11,9 +13,13 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/fakeprovider"
 )
 
-// demoConfig is the demo's catalog: two models, each served by a primary deployment that fails
-// every other request and a backup, all emulated in-process. The primaries are cheaper, so the
-// price strategy tries them first and a failover shows in GET /v1/generation.
+// demoConfig is the demo's catalog: two models, all emulated in-process. gpt-4o-mini is served
+// by a primary OpenAI deployment that fails every other request and a backup. claude-haiku-4-5
+// is served across three clouds (docs/platforms.md): Anthropic's API, which fails every other
+// request, then Amazon Bedrock (SigV4-signed, and unavailable on every other request that
+// reaches it), then Google Vertex AI (OAuth2 tokens from a service-account file). The primaries
+// are cheaper, so the price strategy tries them first and the failovers show in
+// GET /v1/generation.
 const demoConfig = `
 server:
   listen: %s
@@ -37,7 +43,7 @@ deployments:
     api_key: demo
     routes:
       - model: gpt-4o-mini
-        price: {input: 0.15, output: 0.60}
+        price: {input: 0.15, output: 0.60, cache_read: 0.075}
   - name: openai-backup
     provider: reseller
     dialect: openai
@@ -53,16 +59,35 @@ deployments:
     api_key: demo
     routes:
       - model: claude-haiku-4-5
-        price: {input: 1.0, output: 5.0}
-  - name: anthropic-backup
-    provider: cloud
+        price: {input: 1.0, output: 5.0, cache_read: 0.1, cache_write: 1.25}
+  - name: bedrock
+    provider: bedrock
     dialect: anthropic
+    platform: bedrock
     base_url: %s
-    api_key: demo
+    aws: {region: us-east-1, access_key_id: %s, secret_access_key: %s}
     routes:
       - model: claude-haiku-4-5
-        price: {input: 1.1, output: 5.5}
+        upstream_model: anthropic.claude-haiku-4-5-20251001-v1:0
+        price: {input: 1.1, output: 5.5, cache_read: 0.11, cache_write: 1.375}
+  - name: vertex
+    provider: vertex
+    dialect: anthropic
+    platform: vertex
+    base_url: %s
+    vertex: {project: %s, location: us-east5, credentials_file: %q}
+    routes:
+      - model: claude-haiku-4-5
+        upstream_model: claude-haiku-4-5@20251001
+        price: {input: 1.2, output: 6.0, cache_read: 0.12, cache_write: 1.5}
 `
+
+// The demo Bedrock emulator's one AWS credential: the gateway signs with it, the emulator
+// verifies the signatures (fakeprovider.BedrockConfig). A demo value, not a secret.
+const (
+	demoAWSKeyID  = "AKIDSWITCHYARDDEMO01"
+	demoAWSSecret = "switchyard-demo-secret"
+)
 
 // demoFlaky scripts a primary to fail every other request, starting with the first: 503 on the
 // OpenAI side, 529 overloaded on the Anthropic side. Two failures never come in a row, so the
@@ -83,7 +108,8 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	fakes := []struct {
+	var urls []any
+	for _, f := range []struct {
 		name   string
 		d      catalog.Dialect
 		status int // 0: healthy
@@ -91,10 +117,7 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 		{"openai-primary", catalog.OpenAI, 503},
 		{"openai-backup", catalog.OpenAI, 0},
 		{"anthropic-primary", catalog.Anthropic, 529},
-		{"anthropic-backup", catalog.Anthropic, 0},
-	}
-	urls := make([]any, 0, len(fakes))
-	for _, f := range fakes {
+	} {
 		p := fakeprovider.New(f.name, f.d)
 		p.DisableControl()
 		if f.status != 0 {
@@ -106,6 +129,33 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 		urls = append(urls, u)
 	}
+	// Claude on Bedrock: every other request that reaches it is a ServiceUnavailableException.
+	bp := fakeprovider.New("bedrock", catalog.Anthropic)
+	bp.DisableControl()
+	demoFlaky(bp, 503)
+	bu, err := startFake(ctx, fakeprovider.NewBedrock(bp, fakeprovider.BedrockConfig{Region: "us-east-1",
+		AccessKeyID: demoAWSKeyID, SecretAccessKey: demoAWSSecret}), catalog.Anthropic)
+	if err != nil {
+		return err
+	}
+	// Claude on Vertex AI: the emulator mints OAuth2 tokens for a service account whose key file
+	// it writes; the gateway reads that file as vertex.credentials_file.
+	vx := fakeprovider.NewVertex("vertex")
+	vx.DisableControl()
+	vu, err := startFake(ctx, vx, catalog.Anthropic)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "switchyard-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	saFile := filepath.Join(dir, "vertex-service-account.json")
+	if err := vx.WriteServiceAccount(saFile, vu); err != nil {
+		return err
+	}
+	urls = append(urls, bu, demoAWSKeyID, demoAWSSecret, vu, fakeprovider.VertexProject, saFile)
 	yaml := fmt.Sprintf(demoConfig, append([]any{*listen, *storeURL}, urls...)...)
 	cfg, err := config.Parse("demo", []byte(yaml))
 	if err != nil {
@@ -118,7 +168,8 @@ func printDemo(out io.Writer, addr string) {
 	base := "http://" + addr
 	s := strings.NewReplacer("BASE", base).Replace(`
 Switchyard demo: emulated providers, authentication off. Every other request to a primary
-deployment fails, so about half the requests below fail over to the backup.
+deployment fails, so about half the requests below fail over: gpt-4o-mini to a backup,
+claude-haiku-4-5 across clouds (Anthropic, then Amazon Bedrock, then Google Vertex AI).
 
   curl -s BASE/v1/models
 
