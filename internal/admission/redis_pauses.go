@@ -68,7 +68,7 @@ func (r *Redis) publishPause(ctx context.Context, m pauseMsg) {
 	defer cancel()
 	ms := strconv.FormatInt(m.until.UnixMilli(), 10)
 	p := r.rdb.Pipeline()
-	p.Set(ctx, r.pauseKey(m.provider), ms, d)
+	p.Set(ctx, r.pauseKey(m.provider), r.replica+" "+ms, d) // the publisher, so that its own scan skips it
 	p.Publish(ctx, r.pauseChannel(), r.replica+" "+ms+" "+m.provider)
 	if _, err := p.Exec(ctx); err != nil {
 		r.logBackground("sharing a provider pause", err)
@@ -88,8 +88,8 @@ func (r *Redis) subscribePauses(ctx context.Context, apply func(string, time.Tim
 	}
 	iter := r.rdb.Scan(ctx, 0, r.o.Prefix+"p:*", 256).Iterator()
 	for iter.Next(ctx) {
-		if v, err := r.rdb.Get(ctx, iter.Val()).Int64(); err == nil {
-			apply(strings.TrimPrefix(iter.Val(), r.o.Prefix+"p:"), time.UnixMilli(v))
+		if from, ms, ok := r.pauseInForce(ctx, iter.Val()); ok && from != r.replica {
+			apply(strings.TrimPrefix(iter.Val(), r.o.Prefix+"p:"), time.UnixMilli(ms))
 		}
 	}
 	ch := ps.Channel()
@@ -110,4 +110,20 @@ func (r *Redis) subscribePauses(ctx context.Context, apply func(string, time.Tim
 			apply(provider, time.UnixMilli(v))
 		}
 	}
+}
+
+// pauseInForce reads a pause key's value, "REPLICA UNIXMS" (the replica that published it and
+// when the pause ends), or a bare "UNIXMS" as an older replica wrote it (publisher unknown).
+// A replica's scan of the pauses in force skips its own: it already applied them, and a pause
+// it published must not come back to it (the same rule as the pub/sub channel's).
+func (r *Redis) pauseInForce(ctx context.Context, key string) (from string, ms int64, ok bool) {
+	v, err := r.rdb.Get(ctx, key).Result()
+	if err != nil {
+		return "", 0, false
+	}
+	if i := strings.LastIndexByte(v, ' '); i >= 0 {
+		from, v = v[:i], v[i+1:]
+	}
+	ms, err = strconv.ParseInt(v, 10, 64)
+	return from, ms, err == nil
 }
