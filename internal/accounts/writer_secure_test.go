@@ -72,7 +72,8 @@ func TestWriterEndTakesTheReservesPlace(t *testing.T) {
 // TestWriterEndSparesABatchInFlight: a reserve taken into the batch being written is not
 // replaced by its end (the batch would drop the end with the reserve): the end is appended.
 func TestWriterEndSparesABatchInFlight(t *testing.T) {
-	st := &blockingStore{fakeStore: &fakeStore{}, in: make(chan struct{}), out: make(chan struct{})}
+	// in holds one signal: AppendLedger may start before the test waits for it.
+	st := &blockingStore{fakeStore: &fakeStore{}, in: make(chan struct{}, 1), out: make(chan struct{})}
 	w := accounts.NewWriter(st, accounts.WriterOptions{FlushInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

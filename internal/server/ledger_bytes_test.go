@@ -33,8 +33,11 @@ func procWriteBytes() (int64, bool) {
 // store to: its ledger entry, its journal line, its audit record and their share of the
 // checkpoints. 10 KiB: measured 5.8-7.2 KB on this branch, 32 KB before it (issue 27's target
 // of 4 KiB is not met yet: the audit record and the checkpoints' second copy of each WAL page
-// are most of what is left; docs/performance.md "Bytes written per request").
-const maxMeteredWriteBytes = 10 << 10
+// are most of what is left; docs/performance.md "Bytes written per request"). Under the race
+// detector (CI) every request is several times slower, the ledger's group commits carry fewer
+// entries and each writes whole pages: measured 19 KB there, so the bound is 28 KiB, still
+// below the 32 KB that every metered request wrote before batching.
+var maxMeteredWriteBytes = map[bool]int64{false: 10 << 10, true: 28 << 10}[raceEnabled]
 
 // TestMeteredRequestDiskWrites (issue 27 item 4): 3000 metered chat completions (a key with a
 // budget, on a SQLite file store with its audit), 8 at a time, make the process write at most

@@ -263,9 +263,9 @@ func TestCheckpointsKeepTheWALSmall(t *testing.T) {
 // restart), the checkpointer's TRUNCATE checkpoint past walBound keeps the WAL below the bound
 // plus the writes between two checkpoints; without it the WAL grows with every batch.
 func TestWALBoundedUnderReaders(t *testing.T) {
-	old := walBound
-	walBound = 1 << 20
-	defer func() { walBound = old }()
+	const bound = 1 << 20
+	walBound.Store(bound)
+	t.Cleanup(func() { walBound.Store(defaultWALBound) }) // after the store's Close (registered later, run earlier)
 	db := open(t, fileURL(t))
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -301,8 +301,8 @@ func TestWALBoundedUnderReaders(t *testing.T) {
 			peak = max(peak, fi.Size())
 		}
 	}
-	if peak > walBound+walBound/2 {
-		t.Errorf("WAL peaked at %d bytes under overlapping readers, want at most the bound %d plus a batch", peak, walBound)
+	if peak > bound+bound/2 {
+		t.Errorf("WAL peaked at %d bytes under overlapping readers, want at most the bound %d plus a batch", peak, bound)
 	}
-	t.Logf("WAL peak %d bytes (bound %d)", peak, walBound)
+	t.Logf("WAL peak %d bytes (bound %d)", peak, bound)
 }

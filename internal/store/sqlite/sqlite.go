@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -39,11 +40,17 @@ const maxReadConns = 8
 const dsnParams = "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 	"&_pragma=foreign_keys(1)&_pragma=temp_store(2)&_pragma=journal_size_limit(16777216)"
 
-// walBound is the WAL size, bytes (a variable for the tests), past which the checkpointer runs a TRUNCATE checkpoint
+// walBound is the WAL size, bytes (atomic so that a test may lower it while a checkpointer
+// runs), past which the checkpointer runs a TRUNCATE checkpoint
 // (issue 27 item 3): 16 MiB, also the journal_size_limit of every connection (dsnParams). The
 // WAL then stays below walBound plus what the process writes in one checkpointEvery (a few MB
 // at 1000 metered requests/s), unless a read transaction stays open for seconds.
-var walBound int64 = 16 << 20
+var walBound atomic.Int64
+
+// defaultWALBound is walBound's value: 16 MiB.
+const defaultWALBound = 16 << 20
+
+func init() { walBound.Store(defaultWALBound) }
 
 // truncateTimeout bounds one TRUNCATE checkpoint; it waits for the readers of older snapshots.
 const truncateTimeout = 2 * time.Second
@@ -181,7 +188,7 @@ func (db *DB) checkpoint(ctx context.Context) error {
 	if err := db.rdb.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(db.path + "-wal"); err != nil || fi.Size() <= walBound {
+	if fi, err := os.Stat(db.path + "-wal"); err != nil || fi.Size() <= walBound.Load() {
 		return nil
 	}
 	tctx, cancel := context.WithTimeout(ctx, truncateTimeout)
