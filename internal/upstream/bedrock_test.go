@@ -468,3 +468,55 @@ func TestBedrockSSEReader(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBedrockSSE: whatever bytes a Bedrock stream carries (event-stream frames whole, cut,
+// with odd headers, or garbage), the reader never panics, ends (with io.EOF or an error), and
+// what it yields is SSE framing the relay can trust: only "event: NAME" and "data: …" lines,
+// each block ended by a blank line, and no more output than the payloads it decoded allow.
+func FuzzBedrockSSE(f *testing.F) {
+	t := &testing.T{}
+	events := []string{`{"type":"message_start","message":{"usage":{"input_tokens":3}}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+		`{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":3}}`}
+	whole := bedrockFrames(t, events)
+	f.Add(whole)
+	f.Add(whole[:len(whole)-7])
+	f.Add(bedrockFrames(t, nil, eventstream.Message{Headers: eventstream.Headers{
+		{Name: ":message-type", Value: eventstream.StringValue("exception")},
+		{Name: ":exception-type", Value: eventstream.StringValue("throttlingException")},
+	}, Payload: []byte(`{"message":"slow down"}`)}))
+	f.Add(bedrockFrames(t, []string{`{"type":"message_start\nevent: x"}`}))
+	f.Add([]byte("data: {}\n\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := newBedrockSSE(io.NopCloser(bytes.NewReader(in)))
+		var out []byte
+		buf := make([]byte, 7) // small reads: the reader must keep its place across them
+		for range 1 << 20 {
+			n, err := r.Read(buf)
+			out = append(out, buf[:n]...)
+			if err != nil {
+				break
+			}
+			if n == 0 {
+				t.Fatal("Read returned 0 bytes and no error")
+			}
+		}
+		// A chunk's base64 payload decodes to fewer bytes than it takes; an error event is a
+		// bounded message. Either way the SSE text is bounded by the input plus framing.
+		if len(out) > 2*len(in)+4096 {
+			t.Fatalf("%d bytes of SSE from %d bytes of input", len(out), len(in))
+		}
+		if len(out) == 0 {
+			return
+		}
+		if !bytes.HasSuffix(out, []byte("\n\n")) {
+			t.Fatalf("SSE output does not end a block: %q", out)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n\n"), "\n") {
+			if line != "" && !strings.HasPrefix(line, "event: ") && !strings.HasPrefix(line, "data: ") {
+				t.Fatalf("SSE line %q is neither event nor data:\n%q", line, out)
+			}
+		}
+	})
+}
