@@ -67,6 +67,13 @@ type converter struct {
 	// deps by name; groups maps an endpoint identity to its deployments.
 	depNames map[string]bool
 	groups   map[string][]*outDeployment
+	// limitBy names the setting that set a model's limit ("model\x00context_window").
+	limitBy map[string]string
+	// setBy names the setting that set an output setting of routing ("routing.attempt_limit",
+	// "alias <name>"): the one applied (set).
+	setBy map[string]string
+	// aliases are model_group_alias's, applied once every section is read.
+	aliases map[string]aliasSetting
 }
 
 func (c *converter) note(path, format string, args ...any) {
@@ -75,6 +82,7 @@ func (c *converter) note(path, format string, args ...any) {
 
 func (c *converter) convert(in map[string]any) error {
 	c.models, c.depNames, c.groups = map[string]*outModel{}, map[string]bool{}, map[string][]*outDeployment{}
+	c.limitBy, c.setBy, c.aliases = map[string]string{}, map[string]string{}, map[string]aliasSetting{}
 	list, ok := in["model_list"].([]any)
 	if !ok {
 		return errors.New(c.src + ": no model_list: not a LiteLLM proxy config")
@@ -90,6 +98,7 @@ func (c *converter) convert(in map[string]any) error {
 			c.routerSetting(sec+"."+k, k, m[k], routing)
 		}
 	}
+	c.applyAliases()
 	if routing.Strategy == "" {
 		// LiteLLM's default, simple-shuffle: weighted random, order tiers first.
 		routing.Strategy = "priority"
@@ -162,8 +171,17 @@ func (c *converter) entry(path string, e any) {
 		return
 	}
 	info, _ := m["model_info"].(map[string]any)
-	if mode := str(info["mode"]); mode != "" && mode != "chat" && mode != "embedding" && mode != "completion" {
-		c.note(path+".model_info.mode", "%q models are not a Switchyard surface (chat and embeddings are); skipped", mode)
+	switch mode := str(info["mode"]); mode {
+	case "", "chat", "embedding", "completion":
+	case "image_generation", "image_edit":
+		// POST /v1/images/generations and /v1/images/edits serve any model with an
+		// OpenAI-dialect route (docs/routing.md "Images").
+		if p.dialect != "openai" {
+			c.note(path+".model_info.mode", "%q: Switchyard's images endpoints call OpenAI-dialect deployments only, and %s/ is not one; skipped", mode, prefix)
+			return
+		}
+	default:
+		c.note(path+".model_info.mode", "%q models are not a Switchyard surface (chat, embeddings and images are); skipped", mode)
 		return
 	}
 	var plat platformSettings
@@ -214,13 +232,16 @@ func (c *converter) entry(path string, e any) {
 		}
 	}
 	rt.Price = price(lp, info)
+	c.costNotes(path, lp, info)
 	mo := c.model(name)
-	if n, ok := num(first(info, "max_input_tokens")); ok && n > 0 && mo.ContextWindow == 0 {
-		mo.ContextWindow = int(n)
+	c.modelLimit(path+".model_info.max_input_tokens", info["max_input_tokens"], name, "context_window", &mo.ContextWindow)
+	outKey := "max_output_tokens"
+	if _, ok := info[outKey]; !ok {
+		outKey = "max_tokens"
+	} else if _, both := info["max_tokens"]; both {
+		c.note(path+".model_info.max_tokens", "not applied: %s.model_info.max_output_tokens sets the model's max_output_tokens too, and wins", path)
 	}
-	if n, ok := num(first(info, "max_output_tokens", "max_tokens")); ok && n > 0 && mo.MaxOutputTokens == 0 {
-		mo.MaxOutputTokens = int(n)
-	}
+	c.modelLimit(path+".model_info."+outKey, info[outKey], name, "max_output_tokens", &mo.MaxOutputTokens)
 	c.route(p, base, key, priority, plat, rt)
 
 	for _, k := range sortedKeys(lp) {
@@ -241,6 +262,8 @@ func (c *converter) entry(path string, e any) {
 		case "rpm", "tpm":
 			c.note(path+".litellm_params."+k, "deployment rate limits are not modelled: Switchyard limits callers (keys[].limits, accounts[].limits); a provider's 429 fails over and pauses the provider for its Retry-After")
 		case priceKeyCase(k):
+		case "input_cost_per_pixel", "output_cost_per_pixel":
+			c.note(path+".litellm_params."+k, pixelCostNote)
 		case "timeout", "stream_timeout":
 			c.note(path+".litellm_params."+k, "per-deployment timeouts are not modelled; routing.timeouts applies to every deployment")
 		case "max_retries":
@@ -261,9 +284,33 @@ func (c *converter) entry(path string, e any) {
 	for _, k := range sortedKeys(info) {
 		switch k {
 		case "mode", "max_input_tokens", "max_output_tokens", "max_tokens", "id", priceKeyCase(k):
+		case "input_cost_per_pixel", "output_cost_per_pixel":
+			c.note(path+".model_info."+k, pixelCostNote)
 		default:
 			c.note(path+".model_info."+k, "not mapped")
 		}
+	}
+}
+
+// pixelCostNote is the note of LiteLLM's per-pixel image costs.
+const pixelCostNote = "per-pixel image costs are not modelled; set the route's price.image (USD per image returned, docs/routing.md \"Images\") or its token prices, as the provider bills"
+
+// modelLimit sets the model's limit (context_window or max_output_tokens, *dst) from the
+// setting at path (value v, a positive integer), unless an earlier entry of the same
+// model_name set it: the first entry's value is the model's, and a different later one is
+// noted as not applied.
+func (c *converter) modelLimit(path string, v any, model, limit string, dst *int) {
+	n, ok := num(v)
+	if !ok || n <= 0 {
+		return
+	}
+	if *dst == 0 {
+		*dst = int(n)
+		c.limitBy[model+"\x00"+limit] = path
+		return
+	}
+	if *dst != int(n) {
+		c.note(path, "not applied: %s already set model %s's %s to %d (the first entry's value is the model's)", c.limitBy[model+"\x00"+limit], model, limit, *dst)
 	}
 }
 

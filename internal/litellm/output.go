@@ -77,6 +77,7 @@ type outRoute struct {
 type outPrice struct {
 	Input        float64   `yaml:"input"`
 	Output       float64   `yaml:"output"`
+	Image        float64   `yaml:"image,omitempty"`
 	CacheRead    *float64  `yaml:"cache_read,omitempty"`
 	CacheWrite   *float64  `yaml:"cache_write,omitempty"`
 	CacheWrite1h *float64  `yaml:"cache_write_1h,omitempty"`

@@ -58,7 +58,8 @@ var unsupported = map[string]string{
 func inferProvider(model string) string {
 	switch {
 	case strings.HasPrefix(model, "gpt-"), strings.HasPrefix(model, "o1"), strings.HasPrefix(model, "o3"),
-		strings.HasPrefix(model, "o4"), strings.HasPrefix(model, "text-embedding-"), strings.HasPrefix(model, "chatgpt-"):
+		strings.HasPrefix(model, "o4"), strings.HasPrefix(model, "text-embedding-"), strings.HasPrefix(model, "chatgpt-"),
+		strings.HasPrefix(model, "dall-e-"): // gpt-image-1 and its kin are gpt-
 		return "openai"
 	case strings.HasPrefix(model, "claude-"):
 		return "anthropic"

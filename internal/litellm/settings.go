@@ -1,11 +1,18 @@
 package litellm
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
-// routerSetting maps one router_settings (or litellm_settings) key.
+// routerSetting maps one router_settings (or litellm_settings) key. A setting of the output
+// that two keys set is the last one's (set): convert reads litellm_settings before
+// router_settings, and each section's keys in sorted order, so router_settings wins over
+// litellm_settings and, within a section, timeout over request_timeout.
 func (c *converter) routerSetting(path, k string, v any, r *outRouting) {
 	switch k {
 	case "routing_strategy":
+		c.set("routing.strategy", path)
 		switch s := str(v); s {
 		case "simple-shuffle", "":
 			r.Strategy = "priority"
@@ -22,6 +29,7 @@ func (c *converter) routerSetting(path, k string, v any, r *outRouting) {
 		}
 	case "allowed_fails":
 		if n, ok := num(v); ok && n >= 0 {
+			c.set("routing.circuit.failures", path)
 			// LiteLLM cools a deployment down after more than allowed_fails failures in a minute;
 			// a circuit opens after this many consecutive failures.
 			r.ensureCircuit().Failures = int(n) + 1
@@ -29,15 +37,18 @@ func (c *converter) routerSetting(path, k string, v any, r *outRouting) {
 		}
 	case "cooldown_time":
 		if n, ok := num(v); ok && n > 0 {
+			c.set("routing.circuit.cooldown", path)
 			r.ensureCircuit().Cooldown = seconds(n)
 		}
 	case "num_retries":
 		if n, ok := num(v); ok && n >= 0 {
+			c.set("routing.attempt_limit", path)
 			r.AttemptLimit = int(n) + 1
 			c.note(path, "mapped to routing.attempt_limit: %d (attempts in all, failovers included); Switchyard fails over to the next deployment instead of retrying the same one", int(n)+1)
 		}
 	case "timeout", "request_timeout":
 		if n, ok := num(v); ok && n > 0 {
+			c.set("routing.timeouts.headers", path)
 			if r.Timeouts == nil {
 				r.Timeouts = &outTimeouts{}
 			}
@@ -46,6 +57,7 @@ func (c *converter) routerSetting(path, k string, v any, r *outRouting) {
 		}
 	case "stream_timeout":
 		if n, ok := num(v); ok && n > 0 {
+			c.set("routing.timeouts.stream_headers", path)
 			if r.Timeouts == nil {
 				r.Timeouts = &outTimeouts{}
 			}
@@ -64,11 +76,8 @@ func (c *converter) routerSetting(path, k string, v any, r *outRouting) {
 			if tm, ok := m[alias].(map[string]any); ok {
 				target = str(tm["model"])
 			}
-			if mo := c.models[target]; mo != nil && c.models[alias] == nil {
-				mo.Aliases = append(mo.Aliases, alias)
-			} else {
-				c.note(path+"."+alias, "alias of %q, which is not a model of the output (or the alias is one); not mapped", target)
-			}
+			c.set("alias "+alias, path+"."+alias)
+			c.aliases[alias] = aliasSetting{target: target, path: path + "." + alias}
 		}
 	case "redis_host", "redis_port", "redis_password", "redis_url":
 		c.note(path, "LiteLLM's Redis is for its own state; Switchyard's shared limits use admission.url: redis://... (docs/deploy.md)")
@@ -123,4 +132,44 @@ func describeFallbacks(v any) string {
 		return "not mapped"
 	}
 	return "not mapped (" + strings.Join(parts, "; ") + ")"
+}
+
+// set records that the setting at path sets the output setting target, replacing what an
+// earlier one set: the earlier one's notes (how it was mapped) give way to one saying it was
+// not applied and which setting was, so that no setting reads as applied when another one won.
+func (c *converter) set(target, path string) {
+	prev, ok := c.setBy[target]
+	c.setBy[target] = path
+	if !ok || prev == path {
+		return
+	}
+	kept := c.notes[:0]
+	for _, n := range c.notes {
+		if n.Path != prev {
+			kept = append(kept, n)
+		}
+	}
+	c.notes = kept
+	c.note(prev, "not applied: %s sets %s too, and wins", path, target)
+}
+
+// aliasSetting is one model_group_alias entry: the model it names and where it was set.
+type aliasSetting struct{ target, path string }
+
+// applyAliases adds each model_group_alias alias (the one set last, set) to its model, or notes
+// why not.
+func (c *converter) applyAliases() {
+	names := make([]string, 0, len(c.aliases))
+	for a := range c.aliases {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	for _, alias := range names {
+		a := c.aliases[alias]
+		if mo := c.models[a.target]; mo != nil && c.models[alias] == nil {
+			mo.Aliases = append(mo.Aliases, alias)
+		} else {
+			c.note(a.path, "alias of %q, which is not a model of the output (or the alias is one); not mapped", a.target)
+		}
+	}
 }
