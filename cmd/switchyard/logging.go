@@ -19,16 +19,28 @@ var procLog atomic.Pointer[slog.Logger]
 
 // logf logs an operational event at info.
 func logf(format string, args ...any) {
-	lg := procLog.Load()
-	if lg == nil {
-		lg = slog.New(slog.NewTextHandler(logOut, nil))
+	procLogger().Info(fmt.Sprintf(format, args...))
+}
+
+// warnf logs at warn what an operator should look at while the gateway keeps serving: a
+// configuration warning (checkConfig's, at start and at each reload), a refused reload.
+func warnf(format string, args ...any) {
+	procLogger().Warn(fmt.Sprintf(format, args...))
+}
+
+// procLogger is the process's log, or slog text lines on logOut before serve configured it.
+func procLogger() *slog.Logger {
+	if lg := procLog.Load(); lg != nil {
+		return lg
 	}
-	lg.Info(fmt.Sprintf(format, args...))
+	return slog.New(slog.NewTextHandler(logOut, nil))
 }
 
 // openLog builds the log cfg.Log names (serve's --log-format overrides log.format) on logOut
-// and makes it the process's log. The "listening on HOST:PORT" line stays a plain line whatever
-// the format (contract.md: scripts read the port from it).
+// and makes it the process's log. serve opens it as soon as the configuration is read, before
+// its checks, so that every line it logs (the configuration's warnings included) has the
+// configured format. The "listening on HOST:PORT" line stays a plain line whatever the format
+// (contract.md: scripts read the port from it).
 func openLog(cfg *config.Config) (*slog.Logger, error) {
 	lg, err := telemetry.NewLogger(logOut, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {

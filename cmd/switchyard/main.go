@@ -286,6 +286,10 @@ func cmdServe(ctx context.Context, args []string) error {
 	if *listen != "" {
 		cfg.Server.Listen = *listen
 	}
+	// The log first: the warnings below are lines of it, in log.format (docs/observability.md).
+	if _, err := openLog(cfg); err != nil {
+		return err
+	}
 	if builtin {
 		if os.Getenv("SWITCHYARD_API_KEY") == "" && !isLoopback(cfg.Server.Listen) {
 			return fmt.Errorf("refusing to serve the built-in catalog without authentication on %s, which is not a loopback address: "+
@@ -295,7 +299,7 @@ func cmdServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if _, err := checkConfig(cfg, name, func(w string) { logf("%s", w) }); err != nil {
+	if _, err := checkConfig(cfg, name, func(w string) { warnf("%s", w) }); err != nil {
 		return err
 	}
 	if *pidFile != "" {
@@ -312,7 +316,7 @@ func cmdServe(ctx context.Context, args []string) error {
 			if err != nil {
 				return nil, nil, err
 			}
-			cat, err := checkConfig(next, name, func(w string) { logf("%s", w) })
+			cat, err := checkConfig(next, name, func(w string) { warnf("%s", w) })
 			if err != nil {
 				return nil, nil, err
 			}
@@ -384,7 +388,7 @@ func emulateKeyless(ctx context.Context, cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		logf("WARNING: deployment %s has no API key: its models are answered by an EMULATED provider (%s), not by %s", d.Name, url, d.Provider)
+		warnf("deployment %s has no API key: its models are answered by an EMULATED provider (%s), not by %s", d.Name, url, d.Provider)
 		d.BaseURL = url
 	}
 	return nil
@@ -533,7 +537,9 @@ wait:
 }
 
 // reload carries out one SIGHUP: read and validate the configuration again and swap it in, or
-// log why not and keep serving the current one.
+// log why not (at warn) and keep serving the current one. Either way it is counted
+// (switchyard_config_reloads_total{result="applied"|"refused"}, Server.Reload and
+// Server.ReloadRefused; docs/observability.md).
 func reload(srv *server.Server, read func() (*config.Config, *catalog.Catalog, error)) {
 	if read == nil {
 		logf("SIGHUP: there is no configuration file to reload (built-in catalog or demo); ignored")
@@ -541,17 +547,18 @@ func reload(srv *server.Server, read func() (*config.Config, *catalog.Catalog, e
 	}
 	cfg, cat, err := read()
 	if err != nil {
-		logf("reload refused, the previous configuration keeps serving:\n%v", err)
+		srv.ReloadRefused()
+		warnf("reload refused, the previous configuration keeps serving:\n%v", err)
 		return
 	}
 	prev := srv.Config()
 	if err := srv.Reload(cfg, cat); err != nil {
-		logf("reload refused, the previous configuration keeps serving: %v", err)
+		warnf("reload refused, the previous configuration keeps serving: %v", err)
 		return
 	}
 	logf("reloaded %s: %d models, %d deployments, %d keys", cfg.File, len(cfg.Models), len(cfg.Deployments), len(cfg.Keys))
 	if changed := restartOnly(prev, cfg); len(changed) > 0 {
-		logf("reload: %s changed; the running values stay until a restart", strings.Join(changed, ", "))
+		warnf("reload: %s changed; the running values stay until a restart", strings.Join(changed, ", "))
 	}
 }
 

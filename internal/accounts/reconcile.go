@@ -15,8 +15,11 @@ type ReplicaStore interface {
 	Heartbeat(ctx context.Context, id string, started, now time.Time) error
 	// OpenReserves returns at most limit reserve entries, oldest first, that no settle or
 	// release has ended, written before staleBefore by a replica whose last heartbeat is before
-	// staleBefore (or that has none): the replica is gone, and will never end them.
-	OpenReserves(ctx context.Context, staleBefore time.Time, limit int) ([]LedgerEntry, error)
+	// staleBefore (or that has none): the replica is gone, and will never end them. The
+	// reserves of replica self (the caller's own id) are never returned: a replica is alive to
+	// itself whatever its stored heartbeat says (a store that hung past the timeout leaves it
+	// stale), and ends its own reserves.
+	OpenReserves(ctx context.Context, staleBefore time.Time, self string, limit int) ([]LedgerEntry, error)
 	// ForgetReplicas removes the heartbeat rows last seen before before that hold no open
 	// reserve.
 	ForgetReplicas(ctx context.Context, before time.Time) error
@@ -59,7 +62,8 @@ type ReconcilerOptions struct {
 // MarkAuditSettled, when the audit has the request committed; a release marked
 // MarkAuditReleased when the audit has it failed; else a release of the whole reserve marked
 // MarkUnsettledCrash, logged and counted. It is safe with any number of replicas running: a
-// live replica's reserves are never touched, and the ledger's unique indexes make two
+// live replica's reserves are never touched (its own, never: whatever its stored heartbeat
+// says, a replica that reconciles is alive), and the ledger's unique indexes make two
 // reconcilers (or a reconciler and a late settle) write each kind at most once per request.
 type Reconciler struct {
 	st      ReplicaStore
@@ -101,11 +105,13 @@ func (r *Reconciler) Beat(ctx context.Context) error {
 const reconcileBatch = 256
 
 // Reconcile closes the open reserves of the replicas gone at now, in batches, and returns how
-// many entries it wrote.
+// many entries it wrote. The replica's own reserves are never among them, however stale its
+// stored heartbeat (a store hang longer than ReplicaTimeout between the heartbeat's write and
+// this read): its own requests are alive and end their reserves themselves.
 func (r *Reconciler) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	total := 0
 	for {
-		open, err := r.st.OpenReserves(ctx, now.Add(-r.o.ReplicaTimeout), reconcileBatch)
+		open, err := r.st.OpenReserves(ctx, now.Add(-r.o.ReplicaTimeout), r.id, reconcileBatch)
 		if err != nil || len(open) == 0 {
 			return total, err
 		}

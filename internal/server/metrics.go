@@ -45,6 +45,9 @@ type metrics struct {
 	refusals *prometheus.CounterVec
 	// reconciled counts the ledger entries the crash reconciliation wrote, by mark.
 	reconciled *prometheus.CounterVec
+	// reloads counts the configuration reloads by result: applied, refused (Reload,
+	// ReloadRefused).
+	reloads *prometheus.CounterVec
 	// genai are the GenAI semantic conventions' client histograms (genai.go).
 	genai *genaiMetrics
 
@@ -131,15 +134,22 @@ func newMetrics() *metrics {
 		Name: "switchyard_ledger_reconciled_total",
 		Help: "Reserves of replicas gone (killed before writing the settle or release) closed by this replica, by mark: audit-settled, audit-released, unsettled-crash.",
 	}, []string{"mark"})
-	// The refusal and reconciliation series exist at 0 from the start (issue 25 item 5), so that
-	// a dashboard reads 0, not "No data", until the first event.
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchyard_config_reloads_total",
+		Help: "Configuration reloads (SIGHUP, switchyard reload) by result: applied, refused (the file did not load or validate; the previous configuration keeps serving).",
+	}, []string{"result"})
+	// The refusal, reconciliation and reload series exist at 0 from the start (issue 25 item 5),
+	// so that a dashboard reads 0, not "No data", until the first event.
 	for _, k := range [...]string{"rpm", "tpm", "concurrency", "budget", "credit"} {
 		m.kinds[k] = m.refusals.WithLabelValues(k)
 	}
 	for _, mark := range [...]string{accounts.MarkAuditSettled, accounts.MarkAuditReleased, accounts.MarkUnsettledCrash} {
 		m.reconciled.WithLabelValues(mark)
 	}
-	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals, m.reconciled,
+	for _, result := range [...]string{reloadApplied, reloadRefused} {
+		m.reloads.WithLabelValues(result)
+	}
+	m.reg.MustRegister(m.requests, m.attempts, m.duration, m.headers, m.ttft, m.gap, m.gapMax, m.tokens, m.cost, m.refusals, m.reconciled, m.reloads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.genai = newGenAIMetrics(m.reg)
 	return m

@@ -192,9 +192,9 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	}
 }
 
-// TestMetricsSeriesAtZero: issue 25 item 5: before any refusal or reconciliation the
-// admission-refusal series of every caller limit kind and the ledger-reconciled series of every
-// mark are exposed at 0, so that dashboards read 0 instead of "No data".
+// TestMetricsSeriesAtZero: issue 25 item 5: before any refusal, reconciliation or reload the
+// admission-refusal series of every caller limit kind, the ledger-reconciled series of every
+// mark and the configuration-reload series of both results are exposed at 0, so that dashboards read 0 instead of "No data".
 func TestMetricsSeriesAtZero(t *testing.T) {
 	t.Parallel()
 	g := startTwo(t)
@@ -208,6 +208,8 @@ func TestMetricsSeriesAtZero(t *testing.T) {
 		`switchyard_ledger_reconciled_total{mark="audit-settled"} 0`,
 		`switchyard_ledger_reconciled_total{mark="audit-released"} 0`,
 		`switchyard_ledger_reconciled_total{mark="unsettled-crash"} 0`,
+		`switchyard_config_reloads_total{result="applied"} 0`,
+		`switchyard_config_reloads_total{result="refused"} 0`,
 	} {
 		if !strings.Contains(string(b), line+"\n") {
 			t.Errorf("/metrics lacks %s", line)

@@ -24,15 +24,18 @@ import (
 // server.max_header_bytes (the http.Server's), store.url, admission.url, routing.circuit
 // (failures, cooldown) and, for the listener,
 // server.shutdown_grace is read by the caller. cfg must be valid (config.Load) and cat built
-// from it (catalog.New); an error leaves the current configuration serving.
+// from it (catalog.New); an error leaves the current configuration serving. Each call counts
+// one switchyard_config_reloads_total, result "applied" or (on an error) "refused".
 func (s *Server) Reload(cfg *config.Config, cat *catalog.Catalog) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	cur := s.live.Load()
 	next, err := newSnapshot(cfg, cat, cur.opts, cur)
 	if err != nil {
+		s.metrics.reloads.WithLabelValues(reloadRefused).Inc()
 		return err
 	}
+	s.metrics.reloads.WithLabelValues(reloadApplied).Inc()
 	s.byok.mu.Lock()
 	s.live.Store(next)
 	s.byok.deps.Range(func(id, v any) bool {
@@ -58,6 +61,17 @@ func (s *Server) Reload(cfg *config.Config, cat *catalog.Catalog) error {
 	}
 	return nil
 }
+
+// The results of switchyard_config_reloads_total.
+const (
+	reloadApplied = "applied"
+	reloadRefused = "refused"
+)
+
+// ReloadRefused counts a reload refused before it reached Reload: the configuration file did
+// not load or did not pass the checks (switchyard_config_reloads_total{result="refused"}). The
+// caller logs why; the current configuration keeps serving.
+func (s *Server) ReloadRefused() { s.metrics.reloads.WithLabelValues(reloadRefused).Inc() }
 
 // Config returns the configuration new requests are served with (the last one given to New
 // or Reload).

@@ -568,13 +568,13 @@ func (s *Store) Heartbeat(ctx context.Context, id string, started, now time.Time
 }
 
 // OpenReserves implements accounts.ReplicaStore, from ledger_open (the reserves not ended: a
-// small table) joined to the reserve entries.
-func (s *Store) OpenReserves(ctx context.Context, staleBefore time.Time, limit int) ([]accounts.LedgerEntry, error) {
+// small table) joined to the reserve entries; self's own are left out.
+func (s *Store) OpenReserves(ctx context.Context, staleBefore time.Time, self string, limit int) ([]accounts.LedgerEntry, error) {
 	rows, err := s.rdb.QueryContext(ctx, s.q(`SELECT l.at, l.account_id, l.key_id, l.request_id, l.model, l.amount_micro_usd, l.replica
         FROM ledger_open o JOIN ledger l ON l.request_id = o.request_id AND l.kind = 'reserve'
         LEFT JOIN replicas p ON p.id = o.replica
-        WHERE o.at < ? AND (p.id IS NULL OR p.seen_at < ?)
-        ORDER BY o.at LIMIT ?`), staleBefore.UnixNano(), staleBefore.UnixNano(), limit)
+        WHERE o.at < ? AND o.replica <> ? AND (p.id IS NULL OR p.seen_at < ?)
+        ORDER BY o.at LIMIT ?`), staleBefore.UnixNano(), self, staleBefore.UnixNano(), limit)
 	if err != nil {
 		return nil, wrap("reading open reserves", err)
 	}

@@ -82,7 +82,7 @@ func TestLedgerStatementsPreparedOnce(t *testing.T) {
 	if reserves != n {
 		t.Fatalf("%d reserves stored, want %d (each once)", reserves, n)
 	}
-	open, err := db.OpenReserves(ctx, at.Add(time.Hour), 100000)
+	open, err := db.OpenReserves(ctx, at.Add(time.Hour), "rep_reader", 100000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"LedgerReserveRelease", testLedgerReserveRelease},
 		{"LedgerLargeBatch", testLedgerLargeBatch},
 		{"LedgerCrashReconcile", testLedgerCrashReconcile},
+		{"ReconcileSparesItself", testReconcileSparesItself},
 		{"Policies", testPolicies},
 		{"Connections", testConnections},
 		{"PolicyUpdate", testPolicyUpdate},
@@ -626,7 +627,7 @@ func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
 		{At: now, AccountID: "a1", RequestID: "dead-ended", Kind: accounts.KindRelease, AmountMicroUSD: 900},
 		reserve("dead-fresh", "rep_dead", 0),
 	}))
-	open, err := rs.OpenReserves(bg, now.Add(-10*time.Second), 100)
+	open, err := rs.OpenReserves(bg, now.Add(-10*time.Second), "rep_me", 100)
 	must(t, err)
 	var ids []string
 	for _, e := range open {
@@ -693,7 +694,7 @@ func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
 		}
 	}
 	// The live replica's reserve is listed once its heartbeat stops for the timeout.
-	open, err = rs.OpenReserves(bg, now.Add(time.Minute), 100)
+	open, err = rs.OpenReserves(bg, now.Add(time.Minute), "rep_me", 100)
 	must(t, err)
 	ids = ids[:0]
 	for _, e := range open {
@@ -703,7 +704,7 @@ func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
 		t.Errorf("open reserves a minute later = %v, want %v", ids, want)
 	}
 	must(t, rs.ForgetReplicas(bg, now.Add(time.Hour))) // both still hold open reserves: kept
-	open, err = rs.OpenReserves(bg, now.Add(-10*time.Second), 100)
+	open, err = rs.OpenReserves(bg, now.Add(-10*time.Second), "rep_me", 100)
 	must(t, err)
 	if len(open) != 0 {
 		t.Errorf("after ForgetReplicas, open reserves of gone replicas %+v, want none", open)
