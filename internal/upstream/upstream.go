@@ -74,6 +74,8 @@ type Client struct {
 	// adapter carries the attempts to a platform that hosts the dialect (Bedrock, Vertex,
 	// Azure); nil for the dialect's own API, which tmpl and the dialect's headers serve.
 	adapter adapter
+	// responses: a Responses request passes through (ServesResponses).
+	responses bool
 }
 
 // adapter carries one attempt to a platform that hosts the deployment's dialect (contract.md,
@@ -117,8 +119,11 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 			c.tmpl[op], _ = http.NewRequest(http.MethodPost, u, nil)
 		}
 	}
-	if u := responsesEndpoint(dep); u != "" && c.adapter == nil {
-		c.tmpl[OpResponses], _ = http.NewRequest(http.MethodPost, u, nil)
+	if u := responsesEndpoint(dep); u != "" {
+		if c.adapter == nil {
+			c.tmpl[OpResponses], _ = http.NewRequest(http.MethodPost, u, nil)
+		}
+		c.responses = c.adapter != nil || c.tmpl[OpResponses] != nil
 	}
 	if dep.APIKey != "" {
 		if dep.Dialect == catalog.Anthropic {
