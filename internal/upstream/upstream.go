@@ -174,9 +174,17 @@ func (c *Client) Close() { c.tr.CloseIdleConnections() }
 // Call is one attempt in flight. Its Body reads the response and re-arms the idle deadline on
 // every read; Close must be called exactly once, and releases the attempt's timer and context.
 type Call struct {
+	// Status is the response's HTTP status in the deployment's dialect: a platform adapter
+	// (Bedrock, Vertex) has translated the platform's error status into the one the dialect's
+	// own API answers for that error (Bedrock's 503 ServiceUnavailableException is Anthropic's
+	// 529 overloaded_error), which error classification reads.
 	Status int
-	Header http.Header
-	Body   io.Reader
+	// UpstreamStatus is the HTTP status the provider itself answered, before any adapter
+	// translated it (Bedrock's 503 above); Status on a dialect's own API. The audit's
+	// upstream_status records it (R-AUDIT-2).
+	UpstreamStatus int
+	Header         http.Header
+	Body           io.Reader
 	// HeadersAt is when the response headers arrived.
 	HeadersAt time.Time
 
@@ -240,6 +248,7 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 		cancel(nil)
 		return nil, classifyTransport(ctx, cause, err)
 	}
+	upstreamStatus := resp.StatusCode
 	if c.adapter != nil {
 		c.adapter.answer(resp, stream)
 	}
@@ -247,7 +256,7 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 	if !stream {
 		idle = c.deadlines.Headers
 	}
-	call := &Call{Status: resp.StatusCode, Header: resp.Header, HeadersAt: time.Now(), resp: resp, timer: timer, idle: idle, cancel: cancel, ctx: actx}
+	call := &Call{Status: resp.StatusCode, UpstreamStatus: upstreamStatus, Header: resp.Header, HeadersAt: time.Now(), resp: resp, timer: timer, idle: idle, cancel: cancel, ctx: actx}
 	if stream {
 		// One timer serves both deadlines: it is armed for whichever comes first.
 		call.firstBy = call.HeadersAt.Add(c.deadlines.FirstOutput)
