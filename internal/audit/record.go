@@ -141,6 +141,8 @@ type Attempt struct {
 	// UpstreamStatus is the provider's HTTP status (R-AUDIT-2, issue 11 item 5): 200 for an
 	// answer (a stream cut later included), the status of an error answer, 0 when no response
 	// came (a missed deadline, a reset, a transport failure, a cancellation before headers).
+	// Behind a cloud platform it is the platform's own status (upstream.Call.UpstreamStatus:
+	// Bedrock's 503, not the 529 it is classified as).
 	UpstreamStatus int `json:"upstream_status"`
 	// ErrorOrigin says who the failure of the attempt comes from (ErrorOriginOf, derived from
 	// ErrorCode; not stored): "upstream", "gateway", "caller", or "" on success.

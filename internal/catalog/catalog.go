@@ -146,7 +146,7 @@ func New(cfg *config.Config) (*Catalog, error) {
 		if dc.Responses != nil {
 			d.Responses = *dc.Responses
 		} else if d.Dialect == OpenAI {
-			d.Responses = d.Platform == PlatformAzure || strings.TrimRight(d.BaseURL, "/") == "https://api.openai.com/v1"
+			d.Responses = (d.Platform == PlatformAzure && d.Azure.ServesResponses()) || strings.TrimRight(d.BaseURL, "/") == "https://api.openai.com/v1"
 		}
 		if d.Dialect != OpenAI && d.Dialect != Anthropic {
 			fail("deployment %q: unknown dialect %q", d.Name, dc.Dialect)

@@ -8,7 +8,9 @@ import (
 
 // TestPlatformDefaults: a deployment's platform defaults to its dialect's own API, the settings
 // blocks reach the catalog, and responses defaults to true only for OpenAI's own API and for
-// Azure (contract.md, round 3), unless the config says otherwise.
+// Azure where it serves the Responses API (contract.md, round 3: its v1 API, or a preview
+// api_version from 2025-03-01-preview on; not the GA 2024-10-21), unless the config says
+// otherwise.
 func TestPlatformDefaults(t *testing.T) {
 	no := false
 	yes := true
@@ -18,6 +20,10 @@ func TestPlatformDefaults(t *testing.T) {
 		{Name: "vllm-responses", Dialect: "openai", BaseURL: "http://10.0.0.8/v1", Responses: &yes},
 		{Name: "openai-off", Dialect: "openai", BaseURL: "https://api.openai.com/v1", Responses: &no},
 		{Name: "azure", Dialect: "openai", Platform: "azure", BaseURL: "https://r.openai.azure.com", Azure: &config.Azure{APIVersion: "2024-10-21"}},
+		{Name: "azure-v1", Dialect: "openai", Platform: "azure", BaseURL: "https://r.openai.azure.com"},
+		{Name: "azure-preview", Dialect: "openai", Platform: "azure", BaseURL: "https://r.openai.azure.com", Azure: &config.Azure{APIVersion: "2025-04-01-preview"}},
+		{Name: "azure-old-preview", Dialect: "openai", Platform: "azure", BaseURL: "https://r.openai.azure.com", Azure: &config.Azure{APIVersion: "2024-12-01-preview"}},
+		{Name: "azure-ga-on", Dialect: "openai", Platform: "azure", BaseURL: "https://r.openai.azure.com", Azure: &config.Azure{APIVersion: "2024-10-21"}, Responses: &yes},
 		{Name: "anthropic", Dialect: "anthropic", BaseURL: "https://api.anthropic.com"},
 		{Name: "bedrock", Dialect: "anthropic", Platform: "bedrock", AWS: &config.AWS{Region: "us-east-1", Profile: "prod"}},
 		{Name: "vertex", Dialect: "anthropic", Platform: "vertex", Vertex: &config.Vertex{Project: "p", Location: "global"}},
@@ -31,7 +37,8 @@ func TestPlatformDefaults(t *testing.T) {
 		responses bool
 	}{
 		"openai": {PlatformOpenAI, true}, "vllm": {PlatformOpenAI, false}, "vllm-responses": {PlatformOpenAI, true},
-		"openai-off": {PlatformOpenAI, false}, "azure": {PlatformAzure, true}, "anthropic": {PlatformAnthropic, false},
+		"openai-off": {PlatformOpenAI, false}, "azure": {PlatformAzure, false}, "azure-v1": {PlatformAzure, true},
+		"azure-preview": {PlatformAzure, true}, "azure-old-preview": {PlatformAzure, false}, "azure-ga-on": {PlatformAzure, true}, "anthropic": {PlatformAnthropic, false},
 		"bedrock": {PlatformBedrock, false}, "vertex": {PlatformVertex, false},
 	}
 	for name, w := range want {

@@ -1,5 +1,7 @@
 package catalog
 
+import "strings"
+
 // Dialect is a wire format a deployment speaks and a surface callers use.
 type Dialect string
 
@@ -100,6 +102,16 @@ type Vertex struct {
 // v1 API.
 type Azure struct {
 	APIVersion string
+}
+
+// ServesResponses reports whether Azure serves the Responses API at these settings, the default
+// of Deployment.Responses for platform azure (docs/platforms.md "Azure OpenAI"): the v1 API
+// (POST {base_url}/openai/v1/responses) does, and so does a dated preview api_version from
+// 2025-03-01-preview on (POST {base_url}/openai/responses?api-version=V); the dated GA versions
+// (2024-10-21 and before) have no Responses route.
+func (a Azure) ServesResponses() bool {
+	v := a.APIVersion
+	return v == "" || (strings.HasSuffix(v, "-preview") && v >= "2025-03-01-preview")
 }
 
 // PauseScope is the provider key under which the deployment's circuits and 429 pauses are

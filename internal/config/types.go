@@ -248,7 +248,9 @@ type Deployment struct {
 	// Responses says whether an openai-dialect deployment serves the Responses API, so that
 	// /v1/responses requests pass through to it instead of being translated to chat completions
 	// (R-DIALECT-3). Nil takes the default: true for OpenAI's own API (https://api.openai.com/v1)
-	// and for platform azure, false for other openai-dialect services.
+	// and for platform azure on its v1 API or a preview api_version from 2025-03-01-preview on
+	// (catalog.Azure.ServesResponses), false for other openai-dialect services and for a GA
+	// Azure api_version (2024-10-21).
 	Responses *bool `yaml:"responses"`
 }
 

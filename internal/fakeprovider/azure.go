@@ -3,6 +3,7 @@ package fakeprovider
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,6 +22,11 @@ import (
 //     /embeddings, /images/generations, /images/edits) with an api-version query parameter
 //     (missing: 404 "Resource not found", as Azure answers);
 //   - the v1 API, POST /openai/v1/chat/completions etc., and GET /openai/v1/models;
+//   - the Responses API, where the body's model names the deployment (SetDeployments applies to
+//     it on both APIs): POST /openai/v1/responses, and POST /openai/responses with a preview
+//     api-version from 2025-03-01-preview on (a GA version such as 2024-10-21, or none, is
+//     Azure's 404 "Resource not found"); there is no /openai/deployments/{d}/responses. Its
+//     answers and streams are OpenAI's (no prompt_filter_results chunk), its errors Azure's;
 //   - the key in the `api-key` header: a missing one, or another than RequireKey's, is Azure's
 //     401 (an Authorization header, Entra ID, is not accepted by the emulator);
 //   - Azure's error bodies: {"error":{"code":"429","message":...}} with retry-after and
@@ -46,7 +52,8 @@ type Azure struct {
 type AzureCall struct {
 	// Path is the request's path (/openai/deployments/gpt-4o/chat/completions).
 	Path string
-	// Deployment is the path's deployment name, "" on the v1 API.
+	// Deployment is the deployment named: the path's on the deployments API, the body's model on
+	// the Responses API, "" on the v1 API's other paths.
 	Deployment string
 	// APIVersion is the api-version query parameter ("" when absent).
 	APIVersion string
@@ -90,7 +97,18 @@ func (a *Azure) Calls() []AzureCall {
 }
 
 // azureOps are the operations served after a deployment or /openai/v1.
-var azureOps = map[string]bool{"chat/completions": true, "embeddings": true, "images/generations": true, "images/edits": true}
+var azureOps = map[string]bool{"chat/completions": true, "embeddings": true, "images/generations": true, "images/edits": true, "responses": true}
+
+// azureBodyModel is the model of r's JSON body (the Azure deployment a Responses request names),
+// "" when there is none; r.Body is restored for the wrapped Provider.
+func azureBodyModel(r *http.Request) string {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		return ""
+	}
+	return gjson.GetBytes(b, "model").Str
+}
 
 // ServeHTTP serves Azure's paths (see Azure) and the wrapped Provider's control API under
 // /_fake/.
@@ -101,13 +119,22 @@ func (a *Azure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var deployment, op string
-	v1 := false
+	v1, rs := false, false
+	version := r.URL.Query().Get("api-version")
 	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
 		deployment, op, _ = strings.Cut(rest, "/")
+		if op == "responses" {
+			op = "" // the deployments API has no Responses route
+		}
 	} else if rest, ok := strings.CutPrefix(path, "/openai/v1/"); ok {
 		v1, op = true, rest
+		rs = op == "responses"
+	} else if path == "/openai/responses" && strings.HasSuffix(version, "-preview") && version >= "2025-03-01-preview" {
+		op, rs = "responses", true
 	}
-	version := r.URL.Query().Get("api-version")
+	if rs && r.Method == http.MethodPost {
+		deployment = azureBodyModel(r)
+	}
 	call := AzureCall{Path: path, Deployment: deployment, APIVersion: version,
 		APIKey: r.Header.Get("Api-Key"), Authorization: r.Header.Get("Authorization")}
 	switch {
@@ -119,7 +146,7 @@ func (a *Azure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = "/v1/models"
 		a.Provider.ServeHTTP(w, r)
 		return
-	case !azureOps[op] || (!v1 && (deployment == "" || version == "")):
+	case !azureOps[op] || (!v1 && !rs && (deployment == "" || version == "")):
 		azureError(w, http.StatusNotFound, "404", "Resource not found")
 		return
 	case r.Method != http.MethodPost:
@@ -128,7 +155,7 @@ func (a *Azure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	a.calls = append(a.calls, call)
-	known := a.deployments == nil || a.deployments[deployment] || v1
+	known := a.deployments == nil || a.deployments[deployment] || (v1 && !rs)
 	a.mu.Unlock()
 	switch {
 	case !a.authorized(call.APIKey):
@@ -140,6 +167,9 @@ func (a *Azure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.URL.Path, r.URL.RawPath, r.URL.RawQuery = "/v1/"+op, "", ""
 	pw := &platformWriter{w: w, prefix: azurePromptFilterChunk}
+	if rs {
+		pw.prefix = nil
+	}
 	if op == "chat/completions" && a.outputFilter() {
 		pw.edit = func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"finish_reason":"stop"`), []byte(`"finish_reason":"content_filter"`), 1)

@@ -2,6 +2,7 @@ package fakeprovider
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
 	openaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 // The Azure emulator is held to openai-go/v3/azure, the SDK's own Azure adapter: if its paths,
@@ -157,5 +159,83 @@ func TestAzureEmulatorPaths(t *testing.T) {
 	}
 	if got := a.Hits(); got != 2 {
 		t.Fatalf("the wrapped provider saw %d requests, want the 2 admitted ones", got)
+	}
+}
+
+// TestAzureEmulatorResponses: Azure's Responses API as openai-go/v3/azure reaches it (a preview
+// api-version: POST /openai/responses, the deployment in the body's model) and on the v1 API
+// (POST /openai/v1/responses), stream and not: OpenAI's Responses answers, no prompt-filter
+// chunk on the stream; an unknown deployment is Azure's 404 DeploymentNotFound on both, a GA
+// api-version or the deployments API's path Azure's 404 "Resource not found", a wrong key its
+// 401, a scripted 503 its ServiceUnavailable.
+func TestAzureEmulatorResponses(t *testing.T) {
+	a := NewAzure("azure")
+	a.RequireKey("azure-key-1")
+	a.SetDeployments("gpt-5-prod")
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	preview := openai.NewClient(azure.WithEndpoint(srv.URL, "2025-04-01-preview"), azure.WithAPIKey("azure-key-1"),
+		azure.WithUnsafeAllowHTTP(), openaioption.WithMaxRetries(0))
+	v1 := openai.NewClient(openaioption.WithBaseURL(srv.URL+"/openai/v1/"), openaioption.WithHeader("api-key", "azure-key-1"),
+		openaioption.WithAPIKey("unused"), openaioption.WithMaxRetries(0))
+	p := responses.ResponseNewParams{Model: "gpt-5-prod", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}}
+	for name, c := range map[string]openai.Client{"preview": preview, "v1": v1} {
+		r, err := c.Responses.New(t.Context(), p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r.OutputText() != "Hello from azure." || r.Usage.OutputTokens == 0 {
+			t.Fatalf("%s: %q %+v", name, r.OutputText(), r.Usage)
+		}
+		st := c.Responses.NewStreaming(t.Context(), p)
+		var text strings.Builder
+		var types []string
+		for st.Next() {
+			ev := st.Current()
+			types = append(types, ev.Type)
+			if ev.Type == "response.output_text.delta" {
+				text.WriteString(ev.Delta)
+			}
+		}
+		if err := st.Err(); err != nil || text.String() != "Hello from azure." || types[0] != "response.created" {
+			t.Fatalf("%s stream: %q %v %v", name, text.String(), types, err)
+		}
+		var apiErr *openai.Error
+		bad := p
+		bad.Model = "gpt-5-nowhere"
+		if _, err := c.Responses.New(t.Context(), bad); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "DeploymentNotFound" {
+			t.Fatalf("%s unknown deployment: %v", name, err)
+		}
+		a.Script(Behavior{Kind: KindStatus, Status: 503})
+		if _, err := c.Responses.New(t.Context(), p); !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "ServiceUnavailable" {
+			t.Fatalf("%s 503: %v", name, err)
+		}
+	}
+	calls := a.Calls()
+	if len(calls) != 8 || calls[0].Path != "/openai/responses" || calls[0].APIVersion != "2025-04-01-preview" ||
+		calls[0].Deployment != "gpt-5-prod" || calls[4].Path != "/openai/v1/responses" && calls[0].Path != "/openai/v1/responses" {
+		t.Fatalf("calls %+v", calls)
+	}
+	for _, tc := range []struct {
+		path, key string
+		want      int
+	}{
+		{"/openai/responses?api-version=2024-10-21", "azure-key-1", 404},
+		{"/openai/responses", "azure-key-1", 404},
+		{"/openai/deployments/gpt-5-prod/responses?api-version=2025-04-01-preview", "azure-key-1", 404},
+		{"/openai/v1/responses", "wrong", 401},
+		{"/openai/responses?api-version=2025-04-01-preview", "", 401},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+tc.path, strings.NewReader(`{"model":"gpt-5-prod","input":"hi"}`))
+		req.Header.Set("Api-Key", tc.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || !strings.Contains(string(b), `"code"`) {
+			t.Errorf("%s key %q: %d %s, want %d", tc.path, tc.key, resp.StatusCode, b, tc.want)
+		}
 	}
 }

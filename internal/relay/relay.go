@@ -531,7 +531,7 @@ func (rl *Relay) attempt(ctx context.Context, r *attemptRun) error {
 	defer call.Close()
 	ms := msSince(r.a.DispatchedAt, call.HeadersAt)
 	r.a.HeadersMS = &ms
-	r.a.UpstreamStatus = call.Status
+	r.a.UpstreamStatus = call.UpstreamStatus // the platform's own status, not its dialect translation
 	if call.Status < 200 || call.Status > 299 {
 		b, _ := readLimited(r.sc.resp[:0], call.Body, maxErrorBody)
 		r.sc.resp = b

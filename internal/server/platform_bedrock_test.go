@@ -297,3 +297,35 @@ func TestBedrockFailsOverBeforeCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestBedrockAuditUpstreamStatus: R-AUDIT-2's upstream_status is the status Bedrock itself
+// answered, not the Anthropic status the adapter translates it to for classification: a 503
+// ServiceUnavailableException (classified as Anthropic's 529 overloaded) is recorded 503, a 403
+// InvalidSignatureException (Anthropic's 401) 403; the classes stay the translated ones.
+func TestBedrockAuditUpstreamStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    fp.BedrockConfig
+		b      fp.Behavior
+		status int
+		class  string
+	}{
+		{"503", fp.BedrockConfig{}, fp.Behavior{Kind: fp.KindStatus, Status: 503}, 503, "upstream_error"},
+		{"403", fp.BedrockConfig{AccessKeyID: brAKID, SecretAccessKey: "the-real-secret-is-another-one"}, fp.Behavior{}, 403, "upstream_auth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, b := startBedrock(t, tc.cfg, brSigV4, true)
+			b.Provider().Script(tc.b)
+			var hr *http.Response
+			ac := g.anthropicClient()
+			if _, err := ac.Messages.New(t.Context(), haikuParams(), anthropicopt.WithResponseInto(&hr)); err != nil {
+				t.Fatal(err)
+			}
+			rec := g.generation(t, hr.Header.Get("x-request-id"))
+			if len(rec.Attempts) != 2 || rec.Attempts[0].Deployment != "bedrock-east" || rec.Attempts[0].UpstreamStatus != tc.status ||
+				rec.Attempts[0].ErrorCode != tc.class || rec.Attempts[1].UpstreamStatus != 200 {
+				t.Fatalf("attempts %+v", rec.Attempts)
+			}
+		})
+	}
+}

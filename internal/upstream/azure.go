@@ -24,7 +24,12 @@ import (
 //     /embeddings, /images/generations, /images/edits), where {deployment} is the body's model,
 //     i.e. the route's upstream_model (the relay has already rewritten it), path-escaped; the
 //     body's model is left as is (Azure ignores it there);
-//   - without it, Azure's v1 API: {base_url}/openai/v1/chat/completions etc.
+//   - without it, Azure's v1 API: {base_url}/openai/v1/chat/completions etc.;
+//   - a Responses pass-through (OpResponses, for a deployment with responses: true) has no
+//     deployment in its path on either API: {base_url}/openai/v1/responses, or
+//     {base_url}/openai/responses?api-version=V (a preview version from 2025-03-01-preview
+//     on); the body's model, the route's upstream_model, names the Azure deployment, as
+//     openai-go/v3/azure sends it.
 //
 // The key goes in the `api-key` header, as openai-go/v3/azure's WithAPIKey sends it. Entra ID
 // tokens are not supported (docs/platforms.md).
@@ -32,8 +37,10 @@ type azure struct {
 	// prefix is {base_url}/openai/deployments/ (deployments API) or {base_url}/openai/v1 (v1
 	// API), query the "api-version=V" query of the deployments API ("" for v1).
 	prefix, query string
-	v1            bool
-	key           []string // the api-key header's value, nil when the deployment has no key
+	// responses is the URL of a Responses pass-through (see azure).
+	responses string
+	v1        bool
+	key       []string // the api-key header's value, nil when the deployment has no key
 }
 
 func newAzure(dep *catalog.Deployment, _ *http.Transport) adapter {
@@ -41,9 +48,11 @@ func newAzure(dep *catalog.Deployment, _ *http.Transport) adapter {
 	base := strings.TrimRight(dep.BaseURL, "/")
 	if dep.Azure.APIVersion == "" {
 		a.v1, a.prefix = true, base+"/openai/v1"
+		a.responses = a.prefix + "/responses"
 	} else {
 		a.prefix = base + "/openai/deployments/"
 		a.query = "api-version=" + url.QueryEscape(dep.Azure.APIVersion)
+		a.responses = base + "/openai/responses?" + a.query
 	}
 	if dep.APIKey != "" {
 		a.key = []string{dep.APIKey}
@@ -70,6 +79,13 @@ func azureSuffix(op catalog.Protocol) string {
 // azureEndpoint is EndpointOf for platform azure; the deployments API shows the deployment as
 // {model} (it is the route's upstream_model).
 func azureEndpoint(dep *catalog.Deployment, op catalog.Protocol) string {
+	if op == OpResponses {
+		base := strings.TrimRight(dep.BaseURL, "/")
+		if dep.Azure.APIVersion == "" {
+			return base + "/openai/v1/responses"
+		}
+		return base + "/openai/responses?api-version=" + url.QueryEscape(dep.Azure.APIVersion)
+	}
 	suffix := azureSuffix(op)
 	if suffix == "" {
 		return ""
@@ -83,13 +99,16 @@ func azureEndpoint(dep *catalog.Deployment, op catalog.Protocol) string {
 
 func (a *azure) request(ctx context.Context, op catalog.Protocol, body []byte, _ bool, _ string, h http.Header) (*http.Request, error) {
 	suffix := azureSuffix(op)
-	if suffix == "" {
+	if suffix == "" && op != OpResponses {
 		return nil, failure.New(failure.UpstreamError, "the deployment has no endpoint for this operation")
 	}
 	var u string
-	if a.v1 {
+	switch {
+	case op == OpResponses:
+		u = a.responses
+	case a.v1:
 		u = a.prefix + suffix
-	} else {
+	default:
 		model := azureDeployment(op, body, h)
 		if model == "" {
 			return nil, failure.New(failure.InvalidRequest, "the request names no model, which Azure's deployments API needs as the deployment name")

@@ -56,13 +56,19 @@ func TestAzureRequest(t *testing.T) {
 			"/openai/deployments/dall%20e%2F3/images/edits?api-version=2025-04-01-preview"},
 		{"v1", "", catalog.ProtocolModel, []byte(`{"model":"gpt-4o","messages":[]}`), nil, "/openai/v1/chat/completions"},
 		{"v1 embeddings", "", catalog.ProtocolEmbeddings, []byte(`{"model":"te3","input":"x"}`), nil, "/openai/v1/embeddings"},
+		{"v1 responses", "", OpResponses, []byte(`{"model":"gpt-5 prod","input":"x"}`), nil, "/openai/v1/responses"},
+		{"preview responses", "2025-04-01-preview", OpResponses, []byte(`{"model":"gpt-5 prod","input":"x"}`), nil,
+			"/openai/responses?api-version=2025-04-01-preview"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dep := &catalog.Deployment{Name: "az", Dialect: catalog.OpenAI, Platform: catalog.PlatformAzure,
-				BaseURL: srv.URL + "/", APIKey: "azure-key", Azure: catalog.Azure{APIVersion: tc.version}}
+				BaseURL: srv.URL + "/", APIKey: "azure-key", Azure: catalog.Azure{APIVersion: tc.version}, Responses: tc.op == OpResponses}
 			c := New(dep, Deadlines{})
 			defer c.Close()
+			if c.ServesResponses() != (tc.op == OpResponses) {
+				t.Errorf("ServesResponses %v", c.ServesResponses())
+			}
 			call, err := c.SendTyped(t.Context(), tc.op, tc.body, tc.ct, false, "")
 			if err != nil {
 				t.Fatal(err)
@@ -88,5 +94,16 @@ func TestAzureRequest(t *testing.T) {
 	dep.Azure.APIVersion = ""
 	if got := EndpointOf(dep, catalog.ProtocolEmbeddings); got != "https://r.openai.azure.com/openai/v1/embeddings" {
 		t.Errorf("EndpointOf %s", got)
+	}
+	// Responses pass-through: on Azure (responses: true), never on Bedrock or Vertex.
+	for _, tc := range []struct {
+		platform catalog.Platform
+		want     bool
+	}{{catalog.PlatformAzure, true}, {catalog.PlatformVertex, false}, {catalog.PlatformOpenAI, true}} {
+		d := &catalog.Deployment{Dialect: catalog.OpenAI, Platform: tc.platform, BaseURL: "https://r.example.com/v1", Responses: true,
+			Vertex: catalog.Vertex{Project: "p", Location: "global"}}
+		if got := New(d, Deadlines{}).ServesResponses(); got != tc.want {
+			t.Errorf("%s: ServesResponses %v, want %v", tc.platform, got, tc.want)
+		}
 	}
 }

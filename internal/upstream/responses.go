@@ -12,16 +12,23 @@ import (
 const OpResponses = catalog.NumProtocols
 
 // responsesEndpoint is the Responses API URL of an openai-dialect deployment that serves it
-// (catalog.Deployment.Responses), "" otherwise.
+// (catalog.Deployment.Responses) on OpenAI's own API or on Azure (azureEndpoint), "" otherwise:
+// the other platforms have no Responses route.
 func responsesEndpoint(dep *catalog.Deployment) string {
 	if dep.Dialect == catalog.Anthropic || !dep.Responses {
 		return ""
 	}
-	return strings.TrimRight(dep.BaseURL, "/") + "/responses"
+	switch dep.Platform {
+	case catalog.PlatformOpenAI:
+		return strings.TrimRight(dep.BaseURL, "/") + "/responses"
+	case catalog.PlatformAzure:
+		return azureEndpoint(dep, OpResponses)
+	}
+	return ""
 }
 
 // ServesResponses reports whether the client can pass a Responses request through to its
-// deployment: an openai-dialect deployment with responses: true on its own API. A deployment
-// behind a platform adapter (Azure) is not passed through yet: its Responses requests are
-// translated to chat completions.
-func (c *Client) ServesResponses() bool { return c.tmpl[OpResponses] != nil }
+// deployment: an openai-dialect deployment with responses: true, on OpenAI's own API (or any
+// base URL that says it serves /responses) or on Azure (its v1 API's /openai/v1/responses, or
+// /openai/responses with a preview api-version).
+func (c *Client) ServesResponses() bool { return c.responses }

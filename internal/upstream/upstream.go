@@ -74,6 +74,8 @@ type Client struct {
 	// adapter carries the attempts to a platform that hosts the dialect (Bedrock, Vertex,
 	// Azure); nil for the dialect's own API, which tmpl and the dialect's headers serve.
 	adapter adapter
+	// responses: a Responses request passes through (ServesResponses).
+	responses bool
 }
 
 // adapter carries one attempt to a platform that hosts the deployment's dialect (contract.md,
@@ -117,8 +119,11 @@ func New(dep *catalog.Deployment, d Deadlines) *Client {
 			c.tmpl[op], _ = http.NewRequest(http.MethodPost, u, nil)
 		}
 	}
-	if u := responsesEndpoint(dep); u != "" && c.adapter == nil {
-		c.tmpl[OpResponses], _ = http.NewRequest(http.MethodPost, u, nil)
+	if u := responsesEndpoint(dep); u != "" {
+		if c.adapter == nil {
+			c.tmpl[OpResponses], _ = http.NewRequest(http.MethodPost, u, nil)
+		}
+		c.responses = c.adapter != nil || c.tmpl[OpResponses] != nil
 	}
 	if dep.APIKey != "" {
 		if dep.Dialect == catalog.Anthropic {
@@ -169,9 +174,17 @@ func (c *Client) Close() { c.tr.CloseIdleConnections() }
 // Call is one attempt in flight. Its Body reads the response and re-arms the idle deadline on
 // every read; Close must be called exactly once, and releases the attempt's timer and context.
 type Call struct {
+	// Status is the response's HTTP status in the deployment's dialect: a platform adapter
+	// (Bedrock, Vertex) has translated the platform's error status into the one the dialect's
+	// own API answers for that error (Bedrock's 503 ServiceUnavailableException is Anthropic's
+	// 529 overloaded_error), which error classification reads.
 	Status int
-	Header http.Header
-	Body   io.Reader
+	// UpstreamStatus is the HTTP status the provider itself answered, before any adapter
+	// translated it (Bedrock's 503 above); Status on a dialect's own API. The audit's
+	// upstream_status records it (R-AUDIT-2).
+	UpstreamStatus int
+	Header         http.Header
+	Body           io.Reader
 	// HeadersAt is when the response headers arrived.
 	HeadersAt time.Time
 
@@ -235,6 +248,7 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 		cancel(nil)
 		return nil, classifyTransport(ctx, cause, err)
 	}
+	upstreamStatus := resp.StatusCode
 	if c.adapter != nil {
 		c.adapter.answer(resp, stream)
 	}
@@ -242,7 +256,7 @@ func (c *Client) SendTyped(ctx context.Context, op catalog.Protocol, body []byte
 	if !stream {
 		idle = c.deadlines.Headers
 	}
-	call := &Call{Status: resp.StatusCode, Header: resp.Header, HeadersAt: time.Now(), resp: resp, timer: timer, idle: idle, cancel: cancel, ctx: actx}
+	call := &Call{Status: resp.StatusCode, UpstreamStatus: upstreamStatus, Header: resp.Header, HeadersAt: time.Now(), resp: resp, timer: timer, idle: idle, cancel: cancel, ctx: actx}
 	if stream {
 		// One timer serves both deadlines: it is armed for whichever comes first.
 		call.firstBy = call.HeadersAt.Add(c.deadlines.FirstOutput)
