@@ -122,6 +122,9 @@ func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error)
 		r.now = time.Now
 	}
 	if len(req.Admission.Layers) > 0 || req.Admission.CreditAccount != "" {
+		if req.Admission.RequestID == "" {
+			req.Admission.RequestID = req.RequestID // the settle entry's: a seed's float names it
+		}
 		h, err := b.Store.Acquire(ctx, req.Admission)
 		if err != nil {
 			return nil, err
