@@ -16,7 +16,9 @@ import (
 // started before the boundary and settles after it finds the new period's spend without a
 // seed, so the admission store leaves it to the seed; the seed read before the writer flushed
 // it would otherwise count it nowhere (issue 24 item 3). Settles queued in other replicas'
-// writers are not seen (docs/limits.md "Exactness" states the bound).
+// writers are not seen: the admission store keeps the settles that found no seed in its float
+// and names their request ids (exclude), which both reads leave out (docs/limits.md
+// "Exactness").
 type Seeder struct {
 	// Store is the store of accounts; nil (or one that cannot sum its ledger, SpendReader)
 	// seeds every spend at zero.

@@ -84,8 +84,9 @@ type RedisOptions struct {
 //
 // A counter without its seed key (the first use, a new period, or a Redis that lost its data)
 // is seeded from the [Seeder] with SET NX and the script runs again: a seed never adds, so a
-// reseed or a replica restart counts nothing twice. A settle adds to a spend or balance only
-// when its seed key exists (else the seed, read later from the ledger, includes it).
+// reseed or a replica restart counts nothing twice. A settle adds to a spend or balance when
+// its seed key exists, else to the counter's float (COUNTER:x, a hash: request id -> micro-USD),
+// which the seed adds while it reads the ledger without those request ids (seed, endScript).
 //
 // Besides, per store: PREFIX epoch (the data epoch), PREFIX replicas (the registry of live
 // replicas) and PREFIX e:REPLICA (a replica's tombstones: the holds it ended in the last
