@@ -60,11 +60,17 @@ func (l ledgerSeeder) BalanceMicroUSD(ctx context.Context, accountID string, exc
 	return l.seeder().BalanceMicroUSD(ctx, accountID, exclude)
 }
 
-// flushLedger makes the entries this process's ledger writer queued so far durable (the Redis
-// store's RedisOptions.Flush, when Redis lost its data); nil without a ledger.
+// flushLedger makes the settles this process charged so far durable (the Redis store's
+// RedisOptions.Flush, when Redis lost its data): it waits for the settles whose admission store
+// call is done and whose ledger entry is not queued yet (settling), then for the ledger writer
+// to write every entry queued; nil without a ledger.
 func (l ledgerSeeder) flushLedger(ctx context.Context) error {
 	if l.s.ledger == nil {
 		return nil
+	}
+	if m := l.s.settling; m != nil {
+		m.Lock()
+		m.Unlock() // a barrier: the settles under way have queued their entries
 	}
 	return l.s.ledger.Flush(ctx)
 }
