@@ -379,6 +379,10 @@ func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int
 		key = h.keys[(idx-1)*redisScriptKeysLayer+4]
 		ttl = spendTTL(layers[idx-1].Limits.BudgetPeriod, now)
 	}
+	// The epoch the read starts under: a seed read before Redis lost its data (it may miss the
+	// settles the lost counter held) must not be set after the loss, before the re-registration
+	// and its gate (seedScript answers -2, and Acquire starts again: the rebuilding 503).
+	epoch := r.epochNow()
 	for attempt := 1; ; attempt++ {
 		res, err := r.run(ctx, floatScript, []string{key + ":x"}, seedFloatTTL.Milliseconds())
 		if err != nil {
@@ -407,12 +411,12 @@ func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int
 		if attempt >= seedAttempts {
 			check = -1
 		}
-		res, err = r.run(ctx, seedScript, []string{key, key + ":x"}, v, ttl.Milliseconds(), sign, check)
+		res, err = r.run(ctx, seedScript, []string{key, key + ":x", r.epochKey()}, v, ttl.Milliseconds(), sign, check, epoch)
 		if err != nil {
 			return r.unreachable(ctx, err)
 		}
-		if n, _ := res.(int64); n >= 0 {
-			return nil
+		if n, _ := res.(int64); n != -1 {
+			return nil // set, seeded already, or (-2) the epoch moved: Acquire's script tells
 		}
 	}
 }

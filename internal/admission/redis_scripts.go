@@ -301,8 +301,11 @@ return redis.call('HKEYS', KEYS[1])
 // the float's sum (KEYS[2]), with a ttl of ARGV[2] ms (0 none); the float is then dropped. When
 // the float no longer has ARGV[4] fields (a settle without a seed ended during the ledger read:
 // the read may have counted it too) it sets nothing and answers -1, and the seed is read again;
-// ARGV[4] -1 skips that check. It answers 1 set, 0 already seeded.
+// ARGV[4] -1 skips that check. A seed read under another data epoch than the one in force
+// (KEYS[3] is not ARGV[5]: Redis lost its data during the read, which may predate settles the
+// lost counter held) sets nothing and answers -2. It answers 1 set, 0 already seeded.
 var seedScript = redis.NewScript(`
+if redis.call('GET', KEYS[3]) ~= ARGV[5] then return -2 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('DEL', KEYS[2])
   return 0
