@@ -339,10 +339,12 @@ func SettingsBilling(settings json.RawMessage) (Billing, error) {
 // SettleFilter selects the settle entries [SpendReader.SettledMicroUSD] sums: those at or after
 // From (the zero time: all) of the one scope set, a key (KeyID: a stored key's id or a static
 // key's name, as the ledger records it), the keys of a workspace (WorkspaceID), or an account
-// (AccountID).
+// (AccountID). Exclude leaves out the settles of those request ids (an admission store's seed
+// counts them from its float; at most a few thousand ids).
 type SettleFilter struct {
 	KeyID, WorkspaceID, AccountID string
 	From                          time.Time
+	Exclude                       []string
 }
 
 // SpendReader reads spend back from the ledger: what the admission store's budget counters are
@@ -351,4 +353,12 @@ type SettleFilter struct {
 type SpendReader interface {
 	// SettledMicroUSD returns the sum of the settle entries f selects, in micro-USD.
 	SettledMicroUSD(ctx context.Context, f SettleFilter) (int64, error)
+}
+
+// BalanceReader reads a prepaid balance as if some settles had not been made, in one read (a
+// seed of the admission store whose float counts those settles): the stored balance plus the
+// stored settles of the account with a request id in exclude. found is false when the account
+// does not exist. The SQL stores implement it.
+type BalanceReader interface {
+	BalanceExcludingMicroUSD(ctx context.Context, accountID string, exclude []string) (balance int64, found bool, err error)
 }

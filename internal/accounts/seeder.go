@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/admission"
@@ -15,7 +16,9 @@ import (
 // started before the boundary and settles after it finds the new period's spend without a
 // seed, so the admission store leaves it to the seed; the seed read before the writer flushed
 // it would otherwise count it nowhere (issue 24 item 3). Settles queued in other replicas'
-// writers are not seen (docs/limits.md "Exactness" states the bound).
+// writers are not seen: the admission store keeps the settles that found no seed in its float
+// and names their request ids (exclude), which both reads leave out (docs/limits.md
+// "Exactness").
 type Seeder struct {
 	// Store is the store of accounts; nil (or one that cannot sum its ledger, SpendReader)
 	// seeds every spend at zero.
@@ -44,14 +47,31 @@ func (s Seeder) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.Timeout)
 }
 
+// excluded returns whether a queued settle's request id is in exclude (as a set when it is
+// long).
+func excluded(exclude []string) func(*LedgerEntry) bool {
+	switch {
+	case len(exclude) == 0:
+		return func(*LedgerEntry) bool { return false }
+	case len(exclude) <= 8:
+		return func(e *LedgerEntry) bool { return e.RequestID != "" && slices.Contains(exclude, e.RequestID) }
+	}
+	set := make(map[string]struct{}, len(exclude))
+	for _, id := range exclude {
+		set[id] = struct{}{}
+	}
+	return func(e *LedgerEntry) bool { _, ok := set[e.RequestID]; return ok && e.RequestID != "" }
+}
+
 // SpentMicroUSD implements admission.Seeder: the settles charged to the layer at or after from,
-// stored and queued.
-func (s Seeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id string, from time.Time) (int64, error) {
+// stored and queued, less those of the request ids in exclude.
+func (s Seeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id string, from time.Time, exclude []string) (int64, error) {
 	sr, ok := s.Store.(SpendReader)
 	if s.Store == nil || !ok {
 		return 0, nil
 	}
-	f := SettleFilter{From: from}
+	f := SettleFilter{From: from, Exclude: exclude}
+	skip := excluded(exclude)
 	var match func(*LedgerEntry) bool
 	switch scope {
 	case admission.ScopeKey:
@@ -72,26 +92,42 @@ func (s Seeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id str
 	if err != nil {
 		return 0, err
 	}
-	return stored + sum(func(e *LedgerEntry) bool { return !e.At.Before(from) && match(e) }), nil
+	return stored + sum(func(e *LedgerEntry) bool { return !e.At.Before(from) && match(e) && !skip(e) }), nil
 }
 
-// BalanceMicroUSD implements admission.Seeder: the stored balance minus the settles queued.
-func (s Seeder) BalanceMicroUSD(ctx context.Context, accountID string) (int64, error) {
+// BalanceMicroUSD implements admission.Seeder: the stored balance minus the settles queued, as
+// if the settles of the request ids in exclude had not been made (read in one statement when
+// the store is a BalanceReader).
+func (s Seeder) BalanceMicroUSD(ctx context.Context, accountID string, exclude []string) (int64, error) {
 	if s.Store == nil {
 		return 0, nil
 	}
+	skip := excluded(exclude)
 	sum, release := s.pending()
 	defer release()
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	a, err := s.Store.Account(ctx, accountID)
-	if errors.Is(err, ErrNotFound) {
-		return 0, nil
+	var bal int64
+	if br, ok := s.Store.(BalanceReader); ok {
+		b, found, err := br.BalanceExcludingMicroUSD(ctx, accountID, exclude)
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			return 0, nil
+		}
+		bal = b
+	} else {
+		a, err := s.Store.Account(ctx, accountID)
+		if errors.Is(err, ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		bal = a.BalanceMicroUSD // a store that cannot leave settles out: exclude is ignored
 	}
-	if err != nil {
-		return 0, err
-	}
-	return a.BalanceMicroUSD - sum(func(e *LedgerEntry) bool { return e.AccountID == accountID }), nil
+	return bal - sum(func(e *LedgerEntry) bool { return e.AccountID == accountID && !skip(e) }), nil
 }
 
 // KeyWorkspace returns the workspace of the stored key id, "" when it has none or is not

@@ -157,6 +157,12 @@ type Request struct {
 	// ("" none): admitted only when balance minus the reserves in flight covers the reserve;
 	// it is checked before the layers, so a credit refusal is reported first.
 	CreditAccount string
+	// RequestID is the request id of the ledger's settle entry for this request ("" none): a
+	// settle that finds its spend or balance without a seed (Redis lost its data, or a new
+	// period began) is kept under it in the counter's float, and the seed then reads the ledger
+	// without it ([Seeder]'s exclude), so that it is counted exactly once (docs/limits.md
+	// "Exactness"). Billing sets it; ids must be unique among the ledger's settles.
+	RequestID string
 }
 
 // Metered reports whether req holds money: a prepaid balance or a layer with a budget. A store
@@ -244,12 +250,17 @@ type Hold interface {
 // the first metered request of a layer in a period, of a prepaid account, or after the shared
 // store lost its data. A seed is set only where none is (never added), so seeding twice
 // counts nothing twice.
+//
+// exclude lists request ids whose settles the read must leave out (they are counted by the
+// store's float instead: settles that found the counter without a seed); nil or empty leaves
+// out none. A settle's request id is its [Request.RequestID].
 type Seeder interface {
 	// SpentMicroUSD returns the sum of the settles charged to the layer (scope, id) at or after
-	// from (the zero time: all of them), in micro-USD.
-	SpentMicroUSD(ctx context.Context, scope Scope, id string, from time.Time) (int64, error)
-	// BalanceMicroUSD returns a prepaid account's balance, credits minus settles, in micro-USD.
-	BalanceMicroUSD(ctx context.Context, accountID string) (int64, error)
+	// from (the zero time: all of them), in micro-USD, less those of the request ids in exclude.
+	SpentMicroUSD(ctx context.Context, scope Scope, id string, from time.Time, exclude []string) (int64, error)
+	// BalanceMicroUSD returns a prepaid account's balance, credits minus settles, in micro-USD,
+	// as if the settles of the request ids in exclude had not been made.
+	BalanceMicroUSD(ctx context.Context, accountID string, exclude []string) (int64, error)
 }
 
 // Usage is a snapshot of one layer's counters.

@@ -52,10 +52,13 @@ type counters struct {
 	period           int64  // its index
 	spent            int64
 	seeded           bool // spent was read from the ledger for (kind, period)
-	// seeding counts the seeds of (kind, period) being read; while one is, a settle that finds
-	// no seed adds its cost to float, which the seed adds (the ledger read may have missed it).
-	seeding int
-	float   int64
+	// seeding counts the seeds of (kind, period) being read. A settle that finds no seed adds
+	// its cost to floatIDs under its request id (at most floatCap of them), which the seed adds
+	// and reads the ledger without (so it counts once); one without a request id adds it to
+	// float while a seed is read (the ledger read may have missed it, or counted it too).
+	seeding  int
+	float    int64
+	floatIDs map[string]int64
 }
 
 // credit is a prepaid account's balance.
@@ -139,7 +142,7 @@ func (m *Memory) try(req *Request) (Hold, *seedNeed, error) {
 			return nil, nil, overCredit(reserve, avail)
 		}
 	}
-	h := &memHold{m: m, tokens: tokens, reserve: reserve, credit: cr}
+	h := &memHold{m: m, tokens: tokens, reserve: reserve, credit: cr, rid: req.RequestID}
 	for i := range req.Layers {
 		l := &req.Layers[i]
 		if l.Limits.IsZero() {
@@ -175,12 +178,26 @@ func (m *Memory) try(req *Request) (Hold, *seedNeed, error) {
 }
 
 // seed reads one counter's seed from the seeder and sets it unless another Acquire did first.
-// A settle that finds the counter without a seed while the seed is being read is added to it
-// (float): the ledger read may have missed it (its ledger entry queued after the read). It may
-// also have counted it: a seed is then high by the settles of those few milliseconds, never
-// low (docs/limits.md "Exactness").
+// A spend's settles that found it without a seed are in its float under their request ids: the
+// seed is the ledger read without them plus the float, so each counts once. A settle that joins
+// the float during the read (which may or may not have counted it) makes the seed read again;
+// after seedAttempts reads it is set all the same, high by those settles, never low. A settle
+// without a request id that ends during the read is added (float, unkeyed): the read may have
+// missed it, or counted it too (docs/limits.md "Exactness").
 func (m *Memory) seed(ctx context.Context, need *seedNeed) error {
+	for attempt := 1; ; attempt++ {
+		again, err := m.seedOnce(ctx, need, attempt >= seedAttempts)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// seedOnce is one read of seed; again reports that the float grew during it (and last was
+// false): nothing was set.
+func (m *Memory) seedOnce(ctx context.Context, need *seedNeed, last bool) (again bool, err error) {
 	counted := false // this read is counted in seeding
+	var exclude []string
 	m.mu.Lock()
 	if need.layer == nil {
 		cr := m.accounts[need.account]
@@ -192,16 +209,19 @@ func (m *Memory) seed(ctx context.Context, need *seedNeed) error {
 	} else if c := m.layer(need.layer.Scope, need.layer.ID); c.kind == need.kind && c.period == need.period {
 		c.seeding++
 		counted = true
+		exclude = make([]string, 0, len(c.floatIDs))
+		for id := range c.floatIDs {
+			exclude = append(exclude, id)
+		}
 	}
 	m.mu.Unlock()
 	var v int64
-	var err error
 	switch {
 	case m.seeder == nil:
 	case need.layer != nil:
-		v, err = m.seeder.SpentMicroUSD(ctx, need.layer.Scope, need.layer.ID, need.from)
+		v, err = m.seeder.SpentMicroUSD(ctx, need.layer.Scope, need.layer.ID, need.from, exclude)
 	default:
-		v, err = m.seeder.BalanceMicroUSD(ctx, need.account)
+		v, err = m.seeder.BalanceMicroUSD(ctx, need.account, nil)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -216,17 +236,24 @@ func (m *Memory) seed(ctx context.Context, need *seedNeed) error {
 		}
 	} else if c := m.layer(need.layer.Scope, need.layer.ID); counted && c.kind == need.kind && c.period == need.period {
 		c.seeding--
+		if err == nil && !c.seeded && len(c.floatIDs) != len(exclude) && !last {
+			return true, nil
+		}
 		if err == nil && !c.seeded {
-			c.seeded, c.spent = true, AddSat(v, c.float) // never added to later: a seed replaces nothing counted
+			v = AddSat(v, c.float)
+			for _, f := range c.floatIDs {
+				v = AddSat(v, f)
+			}
+			c.seeded, c.spent, c.floatIDs = true, v, nil // never added to later: a seed replaces nothing counted
 		}
 		if c.seeding == 0 || c.seeded {
 			c.float = 0
 		}
 	}
 	if err != nil {
-		return seedError(ctx, err)
+		return false, seedError(ctx, err)
 	}
-	return nil
+	return false, nil
 }
 
 // seedError is the refusal of a request whose counter could not be read from the ledger.
@@ -317,7 +344,7 @@ func (c *counters) trim(now time.Time) {
 // Reserves and requests in flight carry over.
 func (c *counters) roll(kind Period, now time.Time) {
 	if p := kind.index(now); c.kind != kind || c.period != p {
-		c.kind, c.period, c.spent, c.seeded, c.seeding, c.float = kind, p, 0, false, 0, 0
+		c.kind, c.period, c.spent, c.seeded, c.seeding, c.float, c.floatIDs = kind, p, 0, false, 0, 0, nil
 	}
 }
 
@@ -367,6 +394,7 @@ type memHold struct {
 	budget          [MaxLayers]bool // the layer had a budget at Acquire
 	n               int
 	credit          *credit
+	rid             string // the ledger's request id (Request.RequestID), "" none
 	tokens, reserve int64
 	done            bool
 }
@@ -405,9 +433,15 @@ func (h *memHold) end(settled bool, actualTokens, cost int64) {
 		}
 		if settled && h.budget[i] {
 			c.roll(c.kind, now)
-			if c.seeded { // else its seed, read from the ledger, will include this settle
+			switch {
+			case c.seeded:
 				c.spent = AddSat(c.spent, cost)
-			} else if c.seeding > 0 { // unless the read in progress missed it
+			case h.rid != "" && len(c.floatIDs) < floatCap: // the seed reads the ledger without it
+				if c.floatIDs == nil {
+					c.floatIDs = make(map[string]int64)
+				}
+				c.floatIDs[h.rid] = AddSat(c.floatIDs[h.rid], cost)
+			case c.seeding > 0: // else its seed, read from the ledger, includes it, unless the read in progress missed it
 				c.float = AddSat(c.float, cost)
 			}
 		}

@@ -63,6 +63,12 @@ type RedisOptions struct {
 	Logf func(format string, args ...any)
 	// DegradedLog is the least time between two degraded-mode log lines (DefaultDegradedLog).
 	DegradedLog time.Duration
+	// Flush, when set, makes durable the ledger entries this process queued so far (its ledger
+	// writer's Flush). When Redis lost its data a replica calls it, within LossFlushTimeout,
+	// before it re-registers its holds: the settles it charged to the lost counters are then in
+	// the ledger before any replica reseeds them, as a reseed waits for every replica of before
+	// the loss to re-register (docs/limits.md "Exactness"). nil: nothing to flush.
+	Flush func(ctx context.Context) error
 }
 
 // Redis is the shared [Store] of many replicas (admission.url redis://, R-BILL-4): each
@@ -78,8 +84,9 @@ type RedisOptions struct {
 //
 // A counter without its seed key (the first use, a new period, or a Redis that lost its data)
 // is seeded from the [Seeder] with SET NX and the script runs again: a seed never adds, so a
-// reseed or a replica restart counts nothing twice. A settle adds to a spend or balance only
-// when its seed key exists (else the seed, read later from the ledger, includes it).
+// reseed or a replica restart counts nothing twice. A settle adds to a spend or balance when
+// its seed key exists, else to the counter's float (COUNTER:x, a hash: request id -> micro-USD),
+// which the seed adds while it reads the ledger without those request ids (seed, endScript).
 //
 // Besides, per store: PREFIX epoch (the data epoch), PREFIX replicas (the registry of live
 // replicas) and PREFIX e:REPLICA (a replica's tombstones: the holds it ended in the last
@@ -108,6 +115,9 @@ type Redis struct {
 	epoch     atomic.Pointer[string] // the data epoch the live holds are registered under
 	gen       atomic.Uint64          // re-registrations started (under mu)
 	regMu     sync.Mutex             // one re-registration at a time
+	joins     atomic.Int64           // heartbeats that joined the registry
+	running   atomic.Bool            // Run is running: it re-registers after a loss (regKick)
+	regKick   chan struct{}          // asks Run to re-register now
 
 	pauses chan pauseMsg // this replica's provider pauses, for SharePauses to publish
 
@@ -178,7 +188,8 @@ func NewRedis(rdb redis.UniversalClient, o RedisOptions) *Redis {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	r := &Redis{rdb: rdb, o: o, fallback: NewMemory(o.Now, nil), replica: hex.EncodeToString(b[:]),
-		live: make(map[*redisHold]struct{}), liveConc: make(map[string]int32), pauses: make(chan pauseMsg, 256)}
+		live: make(map[*redisHold]struct{}), liveConc: make(map[string]int32), pauses: make(chan pauseMsg, 256),
+		regKick: make(chan struct{}, 1)}
 	r.tombKey = o.Prefix + "e:" + r.replica
 	r.chunk.Store(renewChunkStart)
 	return r
@@ -238,7 +249,7 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 	if !r.health.allow(time.Now()) {
 		return r.degraded(ctx, &req, errRedisDegraded)
 	}
-	h := &redisHold{r: r, id: r.replica + "." + strconv.FormatUint(r.seq.Add(1), 36),
+	h := &redisHold{r: r, id: r.replica + "." + strconv.FormatUint(r.seq.Add(1), 36), rid: req.RequestID,
 		tokens: max(req.Tokens, 0), reserve: max(req.ReserveMicroUSD, 0)}
 	if req.CreditAccount != "" {
 		h.credit = r.creditBase(req.CreditAccount)
@@ -327,6 +338,18 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 				return nil, err
 			}
 		case 3:
+			if r.epochNow() != args[7] {
+				continue // re-registered meanwhile: again under the epoch in force
+			}
+			if args[7] != "" && r.running.Load() {
+				// Redis lost its data: Run re-registers this replica's holds after making its
+				// ledger's queued settles durable; this request does not wait for that write.
+				r.kickRegister()
+				if req.Metered() {
+					return nil, rebuilding(errEpochMoved)
+				}
+				return r.degraded(ctx, &req, errEpochMoved)
+			}
 			if err := r.reregister(ctx); err != nil {
 				if ctx.Err() != nil {
 					return nil, failure.Wrap(failure.Cancelled, "the request was cancelled", ctx.Err())
@@ -340,13 +363,13 @@ func (r *Redis) Acquire(ctx context.Context, req Request) (Hold, error) {
 }
 
 // seed reads the missing seed of layer idx (0: the prepaid balance) from the seeder and sets
-// it unless another replica seeded first (its value stands). Before the read it opens the
-// counter's float, so that a settle that ends meanwhile, without a seed to charge, is added to
-// the seed: the ledger read may have missed it (queued after the read); it may also have
-// counted it, and the seed is then high by those settles, never low.
+// it unless another replica seeded first (its value stands). The settles that found the counter
+// without a seed are in its float under their request ids (endScript): the seed is the ledger
+// read without those ids plus the float, so each counts once, whether or not its ledger entry
+// was written when the ledger was read. A settle that joins the float during the read (the read
+// may or may not have counted it) makes seedScript refuse, and the seed is read again; after
+// seedAttempts reads it is set all the same (high by those settles, never low).
 func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int, h *redisHold, now time.Time) error {
-	var v int64
-	var err error
 	var key string
 	var ttl time.Duration
 	sign := 1
@@ -356,28 +379,63 @@ func (r *Redis) seed(ctx context.Context, req *Request, layers []*Layer, idx int
 		key = h.keys[(idx-1)*redisScriptKeysLayer+4]
 		ttl = spendTTL(layers[idx-1].Limits.BudgetPeriod, now)
 	}
-	if _, err := r.run(ctx, seedStartScript, []string{key + ":x"}, seedFloatTTL.Milliseconds()); err != nil {
-		return r.unreachable(ctx, err)
-	}
-	if r.o.Seeder != nil {
-		if idx == 0 {
-			v, err = r.o.Seeder.BalanceMicroUSD(ctx, req.CreditAccount)
-		} else {
-			l := layers[idx-1]
-			v, err = r.o.Seeder.SpentMicroUSD(ctx, l.Scope, l.ID, l.Limits.BudgetPeriod.Start(now))
+	// The epoch the read starts under: a seed read before Redis lost its data (it may miss the
+	// settles the lost counter held) must not be set after the loss, before the re-registration
+	// and its gate (seedScript answers -2, and Acquire starts again: the rebuilding 503).
+	epoch := r.epochNow()
+	for attempt := 1; ; attempt++ {
+		res, err := r.run(ctx, floatScript, []string{key + ":x"}, seedFloatTTL.Milliseconds())
+		if err != nil {
+			return r.unreachable(ctx, err)
+		}
+		fields, _ := res.([]any)
+		exclude := make([]string, 0, len(fields))
+		for _, f := range fields {
+			if id, ok := f.(string); ok && id != floatUnkeyed {
+				exclude = append(exclude, id)
+			}
+		}
+		var v int64
+		if r.o.Seeder != nil {
+			if idx == 0 {
+				v, err = r.o.Seeder.BalanceMicroUSD(ctx, req.CreditAccount, exclude)
+			} else {
+				l := layers[idx-1]
+				v, err = r.o.Seeder.SpentMicroUSD(ctx, l.Scope, l.ID, l.Limits.BudgetPeriod.Start(now), exclude)
+			}
+		}
+		if err != nil {
+			return seedError(ctx, err)
+		}
+		check := len(fields)
+		if attempt >= seedAttempts {
+			check = -1
+		}
+		res, err = r.run(ctx, seedScript, []string{key, key + ":x", r.epochKey()}, v, ttl.Milliseconds(), sign, check, epoch)
+		if err != nil {
+			return r.unreachable(ctx, err)
+		}
+		if n, _ := res.(int64); n != -1 {
+			return nil // set, seeded already, or (-2) the epoch moved: Acquire's script tells
 		}
 	}
-	if err != nil {
-		return seedError(ctx, err)
-	}
-	if _, err := r.run(ctx, seedScript, []string{key, key + ":x"}, v, ttl.Milliseconds(), sign); err != nil {
-		return r.unreachable(ctx, err)
-	}
-	return nil
 }
 
-// seedFloatTTL is how long a counter's float outlives a seeder that died while reading.
-const seedFloatTTL = 30 * time.Second
+const (
+	// seedFloatTTL is how long a counter's float outlives its last settle, or a seeder that
+	// died while reading.
+	seedFloatTTL = 30 * time.Second
+	// floatCap bounds the request ids a float keeps (the settles that find their counter
+	// without a seed: at most the holds in flight when Redis lost its data, or at a period
+	// boundary); past it a settle is added to the float's unkeyed part ("_") while a seed is
+	// read, else left to the seed (docs/limits.md "Exactness").
+	floatCap = 4096
+	// floatUnkeyed is the float's field of settles without a request id.
+	floatUnkeyed = "_"
+	// seedAttempts bounds the ledger reads of one seed (seedScript refuses a float that grew
+	// during the read).
+	seedAttempts = 4
+)
 
 // run runs a script within the timeout.
 func (r *Redis) run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
@@ -459,6 +517,7 @@ func (r *Redis) Credit(ctx context.Context, accountID string, deltaMicroUSD int6
 type redisHold struct {
 	r               *Redis
 	id              string
+	rid             string          // the ledger's request id (Request.RequestID), "" none
 	keys            []string        // the acquire script's keys; the spend keys are re-aimed at end
 	budget          [MaxLayers]bool // the layer has a budget
 	conc            [MaxLayers]bool // the layer has a concurrency limit
@@ -529,9 +588,9 @@ func (h *redisHold) finish() {
 // end runs the end script with the settle's time: the spend is charged to the period in which
 // the settle happened.
 func (h *redisHold) end(ctx context.Context) error {
-	args := make([]any, 0, 9+MaxLayers)
+	args := make([]any, 0, 12+MaxLayers)
 	args = append(args, h.at.UnixMilli(), h.id, boolArg(h.settled), h.actual, h.tokens, h.cost, h.n, boolArg(h.credit != ""),
-		tombKeep(h.r.o.LeaseTTL).Milliseconds())
+		tombKeep(h.r.o.LeaseTTL).Milliseconds(), h.rid, seedFloatTTL.Milliseconds(), floatCap)
 	for i := range h.n {
 		args = append(args, boolArg(h.budget[i]))
 		if h.budget[i] {

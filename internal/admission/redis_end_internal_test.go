@@ -36,10 +36,12 @@ func endTestStore(t *testing.T, now func() time.Time, seeder Seeder) *Redis {
 
 type constSeeder struct{ spent, balance int64 }
 
-func (s constSeeder) SpentMicroUSD(context.Context, Scope, string, time.Time) (int64, error) {
+func (s constSeeder) SpentMicroUSD(context.Context, Scope, string, time.Time, []string) (int64, error) {
 	return s.spent, nil
 }
-func (s constSeeder) BalanceMicroUSD(context.Context, string) (int64, error) { return s.balance, nil }
+func (s constSeeder) BalanceMicroUSD(context.Context, string, []string) (int64, error) {
+	return s.balance, nil
+}
 
 // TestRedisEndWithoutLease: a settle whose lease is gone (expired and purged while renewals
 // failed) still charges its cost to the budget and the prepaid balance, and never deletes a

@@ -41,6 +41,9 @@ const (
 	renewChunkStart = 64
 	renewChunkMin   = 8
 	renewChunkMax   = 2048
+	// LossFlushTimeout bounds a replica's wait for its ledger writer (RedisOptions.Flush) when
+	// Redis lost its data, before it re-registers.
+	LossFlushTimeout = 2 * time.Second
 )
 
 // tombKeep is how long a replica keeps the tombstone of a hold it ended (the end of a retry
@@ -75,12 +78,16 @@ func (r *Redis) Run(ctx context.Context) error {
 	defer tick.Stop()
 	probe := time.NewTicker(HealthProbeEvery)
 	defer probe.Stop()
+	r.running.Store(true)
+	defer r.running.Store(false)
 	r.heartbeat(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			r.retryEnds(context.WithoutCancel(ctx))
 			return nil
+		case <-r.regKick:
+			r.heartbeat(ctx)
 		case <-renew.C:
 			r.RenewLeases(ctx)
 		case <-tick.C:
@@ -229,7 +236,16 @@ func (r *Redis) join(ctx context.Context, epoch string) (bool, error) {
 	r.members = members
 	r.mu.Unlock()
 	r.replicas.Store(int64(max(len(members), 1)))
+	r.joins.Add(1)
 	return true, nil
+}
+
+// kickRegister asks Run to re-register at once (Redis lost its data).
+func (r *Redis) kickRegister() {
+	select {
+	case r.regKick <- struct{}{}:
+	default:
+	}
 }
 
 // epochNow is the data epoch this replica's holds are registered under ("" none yet).
@@ -245,8 +261,12 @@ var errEpochMoved = errors.New("admission: the redis data epoch changed during t
 
 // reregister brings this replica under the data epoch in force (creating it when Redis has
 // none): it puts back the leases of all its live holds, then joins the registry. When it
-// replaces an earlier epoch (Redis lost its data), the reseeds of this replica wait for the
-// replicas that were live before the loss (seedGate). One re-registration runs at a time.
+// replaces an earlier epoch (Redis lost its data), it first makes its ledger writer's queued
+// settles durable (RedisOptions.Flush, within LossFlushTimeout: the settles it charged to the
+// lost counters are then in the ledger when it joins), and the reseeds of this replica wait for
+// the replicas that were live before the loss (seedGate): all of them when its view of the
+// registry is older than two heartbeats, else, as it may miss a replica that started with it,
+// RegistryStale. One re-registration runs at a time.
 func (r *Redis) reregister(ctx context.Context) error {
 	r.regMu.Lock()
 	defer r.regMu.Unlock()
@@ -260,6 +280,17 @@ func (r *Redis) reregister(ctx context.Context) error {
 	prev := r.epochNow()
 	if cur == prev {
 		return nil // another goroutine did it
+	}
+	// Its view of the registry comes from the heartbeats of Run; before the second one it may
+	// miss replicas that started with it.
+	young := r.running.Load() && r.joins.Load() < 2
+	if prev != "" && r.o.Flush != nil {
+		fctx, cancel := context.WithTimeout(ctx, LossFlushTimeout)
+		err := r.o.Flush(fctx)
+		cancel()
+		if err != nil {
+			r.o.Logf("admission store (redis) lost its data: the ledger writer's queued settles were not written within %v (%v): a reseed may miss them", LossFlushTimeout, err)
+		}
 	}
 	r.mu.Lock()
 	r.gen.Add(1)
@@ -281,17 +312,22 @@ func (r *Redis) reregister(ctx context.Context) error {
 	}
 	r.epoch.Store(&cur)
 	if prev != "" {
-		wait := make([]string, 0, len(before))
+		wait := make([]string, 0, len(before)+1)
 		for _, m := range before {
 			if m != r.replica {
 				wait = append(wait, m)
 			}
 		}
+		others := fmt.Sprintf("the %d other replicas", len(wait))
+		if young {
+			wait = append(wait, "") // never registered: the gate waits RegistryStale
+			others = "the other replicas (this one started too recently to know them all)"
+		}
 		r.mu.Lock()
 		r.gateSince, r.gateWait = time.Now(), wait
 		r.mu.Unlock()
-		r.o.Logf("admission store (redis) lost its data: re-registered %d requests in flight; counters are reseeded from the ledger once the %d other replicas have re-registered theirs (at most %v)",
-			len(hs), len(wait), RegistryStale)
+		r.o.Logf("admission store (redis) lost its data: re-registered %d requests in flight; counters are reseeded from the ledger once %s have re-registered theirs (at most %v)",
+			len(hs), others, RegistryStale)
 	}
 	return nil
 }
@@ -319,9 +355,7 @@ func (r *Redis) seedGate(ctx context.Context) error {
 		}
 		for _, w := range wait {
 			if !in[w] {
-				return failure.Wrap(failure.GatewayError,
-					"the admission store (redis) lost its data: budgets and balances are rebuilt once every replica has re-registered its requests in flight (a few seconds); retry shortly",
-					errors.New("admission: waiting for replica "+w+" to re-register"))
+				return rebuilding(errors.New("admission: waiting for replica " + w + " to re-register"))
 			}
 		}
 	}
@@ -329,6 +363,14 @@ func (r *Redis) seedGate(ctx context.Context) error {
 	r.gateWait = nil
 	r.mu.Unlock()
 	return nil
+}
+
+// rebuilding is the 503 of a metered request while the counters are rebuilt after Redis lost
+// its data.
+func rebuilding(cause error) error {
+	return failure.Wrap(failure.GatewayError,
+		"the admission store (redis) lost its data: budgets and balances are rebuilt once every replica has re-registered its requests in flight (a few seconds); retry shortly",
+		cause)
 }
 
 // unreachable is the answer of a request-path call that failed: cancelled when ctx is done,

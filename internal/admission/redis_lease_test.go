@@ -110,7 +110,7 @@ func TestRedisLeaseLostWhileRenewalsFail(t *testing.T) {
 	led.Settle(ck.Now(), ly, "", 600) // flushed later
 	b.Settle(0, 600)
 	led.Settle(ck.Now(), ly, "", 600)
-	spent, _ := led.SpentMicroUSD(ctx, admission.ScopeKey, "k", time.Time{})
+	spent, _ := led.SpentMicroUSD(ctx, admission.ScopeKey, "k", time.Time{}, nil)
 	if u, _ := r2.Usage(ctx, ly[0]); u.SpentMicroUSD != spent || u.ReservedMicroUSD != 0 {
 		t.Fatalf("counter %+v, ledger %d: want the counter equal to the ledger", u, spent)
 	}

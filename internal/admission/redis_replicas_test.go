@@ -94,7 +94,7 @@ func TestRedisFlushMidBurst(t *testing.T) {
 	if flushed.Load() == 0 {
 		t.Fatal("the burst never reached the flush")
 	}
-	got, _ := led.SpentMicroUSD(ctx, admission.ScopeKey, "k", time.Time{})
+	got, _ := led.SpentMicroUSD(ctx, admission.ScopeKey, "k", time.Time{}, nil)
 	t.Logf("settled %d micro-USD of a %d budget (bound: +%d, one reserve per replica); %d admissions refused 503 while the store was rebuilt",
 		got, budget, 3*reserve, unavailable.Load())
 	if got > budget+3*reserve {

@@ -118,12 +118,16 @@ return {0}
 // hold is added to them, its token charge is set (not added), its lease and reserve are
 // removed when still there, and a settle charges each budget's spend and the prepaid balance
 // whether or not the lease was still there (a lease that expired while renewals failed still
-// settles). A spend or balance without its seed is left to the seed, read later from the
-// ledger, unless a seed is being read (its COUNTER:x exists): the settle is then added there
-// too, as the read may have missed it (seedScript). No end ever deletes a counter.
+// settles). A spend or balance without its seed (Redis lost its data, or a new period) gets the
+// settle in its float (COUNTER:x, a hash) under the request id: the seed reads the ledger
+// without the float's request ids and adds the float (seedScript), so the settle counts once
+// whether or not its ledger entry is written yet. A settle without a request id, or past
+// floatCap entries, is added to the float's "_" only while a seed is read (the float exists),
+// else left to the seed. No end ever deletes a counter.
 //
 // ARGV: now (ms), hold id, settled (1/0), actual tokens, estimated tokens, cost, layers n,
-// credit (1/0), tombstone retention (ms), then one budget flag (1/0) per layer.
+// credit (1/0), tombstone retention (ms), request id ("" none), float ttl (ms), float cap, then
+// one budget flag (1/0) per layer.
 var endScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local hid = ARGV[2]
@@ -134,6 +138,17 @@ local cost = ARGV[6]
 local n = tonumber(ARGV[7])
 local credit = ARGV[8] == '1'
 local keep = tonumber(ARGV[9])
+local rid = ARGV[10]
+local fttl = tonumber(ARGV[11])
+local fcap = tonumber(ARGV[12])
+local function float(x)
+  if rid ~= '' and redis.call('HLEN', x) < fcap then
+    redis.call('HINCRBY', x, rid, cost)
+    redis.call('PEXPIRE', x, fttl)
+  elseif redis.call('EXISTS', x) == 1 then
+    redis.call('HINCRBY', x, '_', cost)
+  end
+end
 local tomb = KEYS[#KEYS-1]
 if redis.call('ZSCORE', tomb, hid) then return 1 end
 redis.call('ZADD', tomb, now, hid)
@@ -165,11 +180,11 @@ for i = 1, n do
     redis.call('ZREM', l, hid)
     redis.call('HINCRBY', lr, '_r', 0 - tonumber(r))
   end
-  if settled and ARGV[9+i] == '1' then
+  if settled and ARGV[12+i] == '1' then
     if redis.call('EXISTS', s) == 1 then
       redis.call('INCRBY', s, cost)
-    elseif redis.call('EXISTS', s .. ':x') == 1 then
-      redis.call('INCRBY', s .. ':x', cost)
+    else
+      float(s .. ':x')
     end
   end
 end
@@ -184,8 +199,8 @@ if credit then
   if settled then
     if redis.call('EXISTS', KEYS[ck+3]) == 1 then
       redis.call('DECRBY', KEYS[ck+3], cost)
-    elseif redis.call('EXISTS', KEYS[ck+3] .. ':x') == 1 then
-      redis.call('INCRBY', KEYS[ck+3] .. ':x', cost)
+    else
+      float(KEYS[ck+3] .. ':x')
     end
   end
 end
@@ -271,20 +286,36 @@ if not sp then sp = -1 end
 return {rq, tk, #leases, rs, tonumber(sp)}
 `)
 
-// seedStartScript opens the float of a counter being seeded (KEYS[1], the counter's key with
-// ":x"): the settles that find the counter without a seed while its seed is read are added to
-// it. It expires after ARGV[1] ms (a seeder that died).
-var seedStartScript = redis.NewScript(`
-redis.call('SET', KEYS[1], 0, 'NX', 'PX', ARGV[1])
-return 0
+// floatScript opens the float of a counter being seeded (KEYS[1], the counter's key with ":x",
+// a hash: request id -> settled micro-USD, and "_" for settles without one) when it has none,
+// makes it live ARGV[1] ms (a seeder that died), and answers its fields: the request ids the
+// ledger read must leave out, and "_".
+var floatScript = redis.NewScript(`
+redis.call('HSETNX', KEYS[1], '_', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return redis.call('HKEYS', KEYS[1])
 `)
 
 // seedScript sets a counter's seed (KEYS[1]) unless it has one: the ledger's value ARGV[1]
-// plus (ARGV[3] 1: a spend) or minus (-1: a balance) the settles its float (KEYS[2]) took
-// while the ledger was read, with a ttl of ARGV[2] ms (0 none); the float is then dropped.
+// (read without the float's request ids) plus (ARGV[3] 1: a spend) or minus (-1: a balance)
+// the float's sum (KEYS[2]), with a ttl of ARGV[2] ms (0 none); the float is then dropped. When
+// the float no longer has ARGV[4] fields (a settle without a seed ended during the ledger read:
+// the read may have counted it too) it sets nothing and answers -1, and the seed is read again;
+// ARGV[4] -1 skips that check. A seed read under another data epoch than the one in force
+// (KEYS[3] is not ARGV[5]: Redis lost its data during the read, which may predate settles the
+// lost counter held) sets nothing and answers -2. It answers 1 set, 0 already seeded.
 var seedScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local v = tonumber(ARGV[1]) + tonumber(ARGV[3]) * (tonumber(redis.call('GET', KEYS[2])) or 0)
+if redis.call('GET', KEYS[3]) ~= ARGV[5] then return -2 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('DEL', KEYS[2])
+  return 0
+end
+local n = tonumber(ARGV[4])
+if n >= 0 and redis.call('HLEN', KEYS[2]) ~= n then return -1 end
+local f = 0
+local vs = redis.call('HVALS', KEYS[2])
+for i = 1, #vs do f = f + tonumber(vs[i]) end
+local v = tonumber(ARGV[1]) + tonumber(ARGV[3]) * f
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then redis.call('SET', KEYS[1], v, 'PX', ttl) else redis.call('SET', KEYS[1], v) end
 redis.call('DEL', KEYS[2])

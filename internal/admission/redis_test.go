@@ -355,7 +355,14 @@ func TestRedisStopAndRestart(t *testing.T) {
 	if n := r.PendingEnds(); n != 0 {
 		t.Fatalf("%d ends still pending after Redis came back", n)
 	}
-	h2, err := r.Acquire(ctx, req)
+	// Run noticed the loss before its second heartbeat: it cannot know every replica of before
+	// the loss, so the reseed waits RegistryStale (the rebuilding 503 meanwhile).
+	var h2 admission.Hold
+	for deadline := time.Now().Add(admission.RegistryStale + 5*time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if h2, err = r.Acquire(ctx, req); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("after the restart: %v", err)
 	}

@@ -30,10 +30,12 @@ func TestAddSubSat(t *testing.T) {
 
 type zeroSeeder struct{}
 
-func (zeroSeeder) SpentMicroUSD(context.Context, admission.Scope, string, time.Time) (int64, error) {
+func (zeroSeeder) SpentMicroUSD(context.Context, admission.Scope, string, time.Time, []string) (int64, error) {
 	return 0, nil
 }
-func (zeroSeeder) BalanceMicroUSD(context.Context, string) (int64, error) { return 1_000_000, nil }
+func (zeroSeeder) BalanceMicroUSD(context.Context, string, []string) (int64, error) {
+	return 1_000_000, nil
+}
 
 // Saturating money: settles of absurd costs (a provider reporting 2^62 tokens) pin a budget's
 // spend at its maximum and a prepaid balance at its minimum; neither wraps around so that the

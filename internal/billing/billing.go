@@ -16,6 +16,7 @@ package billing
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
@@ -57,6 +58,11 @@ type Biller struct {
 	Ledger Ledger
 	// Now is the wall clock of ledger entries; nil is time.Now.
 	Now func() time.Time
+	// Settling, when set, is held for reading by each Settle from its admission store call
+	// until its settle entry is queued, so that taking it for writing waits for the settles the
+	// store has counted and the ledger not yet received (the Redis store's flush after it lost
+	// its data: docs/limits.md "Exactness"). nil: none.
+	Settling *sync.RWMutex
 }
 
 // Request is what one request reserves.
@@ -85,13 +91,14 @@ type Settlement struct {
 // Release ends it; later calls do nothing. Its methods are meant for the one request goroutine
 // that owns it (a deferred Release included).
 type Reservation struct {
-	hold   admission.Hold // nil: nothing was acquired
-	ledger Ledger         // nil: no ledger
-	now    func() time.Time
-	acct   string
-	key    string
-	rid    string
-	model  string
+	hold     admission.Hold // nil: nothing was acquired
+	ledger   Ledger         // nil: no ledger
+	settling *sync.RWMutex  // Biller.Settling
+	now      func() time.Time
+	acct     string
+	key      string
+	rid      string
+	model    string
 	// queued says the reserve entry was queued (then a release ends it), as ticket; reserve is
 	// its amount (0 for a request that holds no money: the trace of its dispatch only).
 	queued  bool
@@ -117,11 +124,14 @@ type Reservation struct {
 // reserve entry, a request holding money is refused with ErrLedgerUnavailable (what it acquired
 // is returned), while one holding none goes on without a trace.
 func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error) {
-	r := &Reservation{now: b.Now, acct: req.AccountID, key: req.KeyID, rid: req.RequestID, model: req.Model}
+	r := &Reservation{now: b.Now, acct: req.AccountID, key: req.KeyID, rid: req.RequestID, model: req.Model, settling: b.Settling}
 	if r.now == nil {
 		r.now = time.Now
 	}
 	if len(req.Admission.Layers) > 0 || req.Admission.CreditAccount != "" {
+		if req.Admission.RequestID == "" {
+			req.Admission.RequestID = req.RequestID // the settle entry's: a seed's float names it
+		}
 		h, err := b.Store.Acquire(ctx, req.Admission)
 		if err != nil {
 			return nil, err
@@ -184,6 +194,10 @@ func (r *Reservation) Settle(s Settlement) {
 		return
 	}
 	r.ended = true
+	if r.settling != nil && r.hold != nil && r.ledger != nil {
+		r.settling.RLock()
+		defer r.settling.RUnlock()
+	}
 	if r.hold != nil {
 		r.hold.Settle(s.TotalTokens, s.CostMicroUSD)
 	}

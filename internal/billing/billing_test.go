@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/admission"
@@ -258,4 +259,78 @@ func TestReserveSecuredAtCommit(t *testing.T) {
 	if len(l2.kinds()) != 0 || len(l2.secures) != 0 {
 		t.Errorf("a shed reserve got %v, secures %v", l2.kinds(), l2.secures)
 	}
+}
+
+// slowHold is a hold whose Settle signals started, then waits for proceed (a settle's call to
+// the admission store under way).
+type slowHold struct {
+	admission.Hold
+	started, proceed chan struct{}
+}
+
+func (h *slowHold) Settle(tokens, cost int64) {
+	close(h.started)
+	<-h.proceed
+	h.Hold.Settle(tokens, cost)
+}
+
+type slowStore struct {
+	admission.Store
+	hold *slowHold
+	rid  string // the last Acquire's request id
+}
+
+func (s *slowStore) Acquire(ctx context.Context, req admission.Request) (admission.Hold, error) {
+	s.rid = req.RequestID
+	h, err := s.Store.Acquire(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	s.hold.Hold = h
+	return s.hold, nil
+}
+
+// TestSettlingBarrier: Biller.Settling is held by a settle from its admission store call until
+// its ledger entry is queued, so that taking it for writing (the Redis store's ledger flush
+// after Redis lost its data) waits for the settles the store counted and the ledger has not
+// received yet: the flush that follows then writes them. The store's request id is the
+// ledger's (a seed's float names it).
+func TestSettlingBarrier(t *testing.T) {
+	b, m, l := newBiller(t)
+	sh := &slowHold{started: make(chan struct{}), proceed: make(chan struct{})}
+	ss := &slowStore{Store: m, hold: sh}
+	b.Store = ss
+	b.Settling = new(sync.RWMutex)
+	r, err := b.Reserve(context.Background(), metered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss.rid != "r1" {
+		t.Errorf("the admission store got request id %q, want the ledger's r1", ss.rid)
+	}
+	settled := make(chan struct{})
+	go func() { defer close(settled); r.Settle(billing.Settlement{CostMicroUSD: 300}) }()
+	<-sh.started
+	locked := make(chan int)
+	go func() {
+		b.Settling.Lock()
+		n := 0
+		for _, k := range l.kinds() {
+			if k == accounts.KindSettle {
+				n++
+			}
+		}
+		b.Settling.Unlock()
+		locked <- n
+	}()
+	select {
+	case n := <-locked:
+		t.Fatalf("the barrier was taken while a settle was under way (%d settle entries queued)", n)
+	case <-time.After(100 * time.Millisecond): // gives a broken barrier the time to be taken
+	}
+	close(sh.proceed)
+	if n := <-locked; n != 1 {
+		t.Errorf("the barrier was taken with %d settle entries queued, want 1", n)
+	}
+	<-settled
 }

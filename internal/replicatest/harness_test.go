@@ -98,7 +98,13 @@ type replica struct {
 // answers /readyz. Their reload poll is an hour: only the change feed can carry a change.
 func newCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	redisURL := os.Getenv(EnvRedisURL)
+	return newClusterOn(t, n, os.Getenv(EnvRedisURL))
+}
+
+// newClusterOn is newCluster with the admission store at redisURL (a Redis of the test's own,
+// which it may flush or kill; "" skips the test like newCluster).
+func newClusterOn(t *testing.T, n int, redisURL string) *cluster {
+	t.Helper()
 	if os.Getenv(storetest.EnvPostgresURL) == "" || redisURL == "" {
 		t.Skipf("the replica tests need %s and %s (.ci/run sets both): skipped", storetest.EnvPostgresURL, EnvRedisURL)
 	}

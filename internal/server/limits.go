@@ -25,8 +25,12 @@ func newAdmission(c config.Admission, now func() time.Time, seeder admission.See
 		return admission.NewMemory(now, seeder), nil
 	case "redis", "rediss":
 		rc := &c.Redis // admission.redis; zero fields are the store's defaults
+		var flush func(context.Context) error
+		if ls, ok := seeder.(ledgerSeeder); ok {
+			flush = ls.flushLedger
+		}
 		return admission.OpenRedis(c.URL, admission.RedisOptions{Now: now, Seeder: seeder, Logf: logf, Timeout: rc.Timeout.D(),
-			LeaseTTL: rc.LeaseTTL.D(), Prefix: rc.Prefix, PoolSize: rc.PoolSize, MinIdleConns: rc.MinIdleConns})
+			LeaseTTL: rc.LeaseTTL.D(), Prefix: rc.Prefix, PoolSize: rc.PoolSize, MinIdleConns: rc.MinIdleConns, Flush: flush})
 	}
 	return nil, errors.New("admission: unsupported admission.url scheme " + scheme)
 }
@@ -47,13 +51,28 @@ func (l ledgerSeeder) seeder() accounts.Seeder {
 }
 
 // SpentMicroUSD implements admission.Seeder.
-func (l ledgerSeeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id string, from time.Time) (int64, error) {
-	return l.seeder().SpentMicroUSD(ctx, scope, id, from)
+func (l ledgerSeeder) SpentMicroUSD(ctx context.Context, scope admission.Scope, id string, from time.Time, exclude []string) (int64, error) {
+	return l.seeder().SpentMicroUSD(ctx, scope, id, from, exclude)
 }
 
 // BalanceMicroUSD implements admission.Seeder.
-func (l ledgerSeeder) BalanceMicroUSD(ctx context.Context, accountID string) (int64, error) {
-	return l.seeder().BalanceMicroUSD(ctx, accountID)
+func (l ledgerSeeder) BalanceMicroUSD(ctx context.Context, accountID string, exclude []string) (int64, error) {
+	return l.seeder().BalanceMicroUSD(ctx, accountID, exclude)
+}
+
+// flushLedger makes the settles this process charged so far durable (the Redis store's
+// RedisOptions.Flush, when Redis lost its data): it waits for the settles whose admission store
+// call is done and whose ledger entry is not queued yet (settling), then for the ledger writer
+// to write every entry queued; nil without a ledger.
+func (l ledgerSeeder) flushLedger(ctx context.Context) error {
+	if l.s.ledger == nil {
+		return nil
+	}
+	if m := l.s.settling; m != nil {
+		m.Lock()
+		m.Unlock() // a barrier: the settles under way have queued their entries
+	}
+	return l.s.ledger.Flush(ctx)
 }
 
 // toLimits converts a validated configuration layer's limits.

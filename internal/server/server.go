@@ -118,6 +118,10 @@ type Server struct {
 	// (reload.go). reloadMu serializes Reload.
 	live     *atomic.Pointer[Server]
 	reloadMu *sync.Mutex
+	// settling is held for reading by each settle from its admission store call until its
+	// ledger entry is queued (billing.Biller.Settling), shared by every snapshot: the Redis
+	// store's flush after a loss takes it for writing first (ledgerSeeder.flushLedger).
+	settling *sync.RWMutex
 	opts     Options
 	cfg      *config.Config // the configuration this snapshot was built from
 
@@ -265,9 +269,10 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 	}
 	if prev != nil {
 		s.live, s.reloadMu, s.byok, s.circuits, s.stats, s.metrics = prev.live, prev.reloadMu, prev.byok, prev.circuits, prev.stats, prev.metrics
-		s.routable, s.inflight = prev.routable, prev.inflight
+		s.routable, s.inflight, s.settling = prev.routable, prev.inflight, prev.settling
 	} else {
 		s.live, s.reloadMu, s.byok, s.routable = new(atomic.Pointer[Server]), new(sync.Mutex), new(byokSet), new(routableState)
+		s.settling = new(sync.RWMutex)
 		s.inflight = new(atomic.Int64)
 		cs := circuit.Settings{Failures: cfg.Routing.Circuit.Failures, Cooldown: cfg.Routing.Circuit.Cooldown.D(), Now: o.Now}
 		s.circuits = circuit.NewSet(cs, cs)
@@ -317,7 +322,7 @@ func newSnapshot(cfg *config.Config, cat *catalog.Catalog, o Options, prev *Serv
 	if err := s.initAccounts(cfg, o, prev); err != nil {
 		return nil, err
 	}
-	s.billing = billing.Biller{Store: s.admit}
+	s.billing = billing.Biller{Store: s.admit, Settling: s.settling}
 	if s.ledger != nil {
 		s.billing.Ledger = s.ledger
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,9 +58,11 @@ type Ledger struct {
 }
 
 type settle struct {
-	at     time.Time
-	layers []admission.Layer
-	cost   int64
+	at      time.Time
+	rid     string
+	layers  []admission.Layer
+	account string
+	cost    int64
 }
 
 // NewLedger returns an empty ledger.
@@ -68,9 +71,14 @@ func NewLedger() *Ledger { return &Ledger{balances: make(map[string]int64)} }
 // Settle records a settle of cost at at charged to layers and (when account is not "") taken
 // from the account's balance.
 func (l *Ledger) Settle(at time.Time, layers []admission.Layer, account string, cost int64) {
+	l.SettleID(at, "", layers, account, cost)
+}
+
+// SettleID records a settle like Settle, under the request id rid (a seed's exclude names it).
+func (l *Ledger) SettleID(at time.Time, rid string, layers []admission.Layer, account string, cost int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.settles = append(l.settles, settle{at, layers, cost})
+	l.settles = append(l.settles, settle{at: at, rid: rid, layers: layers, account: account, cost: cost})
 	if account != "" {
 		l.balances[account] -= cost
 	}
@@ -89,7 +97,7 @@ func (l *Ledger) Reads() int64 { return l.reads.Load() }
 var errLedgerDown = errors.New("ledger down")
 
 // SpentMicroUSD implements admission.Seeder.
-func (l *Ledger) SpentMicroUSD(_ context.Context, scope admission.Scope, id string, from time.Time) (int64, error) {
+func (l *Ledger) SpentMicroUSD(_ context.Context, scope admission.Scope, id string, from time.Time, exclude []string) (int64, error) {
 	l.reads.Add(1)
 	if l.Fail.Load() {
 		return 0, errLedgerDown
@@ -101,7 +109,7 @@ func (l *Ledger) SpentMicroUSD(_ context.Context, scope admission.Scope, id stri
 	defer l.mu.Unlock()
 	var sum int64
 	for _, s := range l.settles {
-		if s.at.Before(from) {
+		if s.at.Before(from) || (s.rid != "" && slices.Contains(exclude, s.rid)) {
 			continue
 		}
 		for _, ly := range s.layers {
@@ -115,14 +123,20 @@ func (l *Ledger) SpentMicroUSD(_ context.Context, scope admission.Scope, id stri
 }
 
 // BalanceMicroUSD implements admission.Seeder.
-func (l *Ledger) BalanceMicroUSD(_ context.Context, account string) (int64, error) {
+func (l *Ledger) BalanceMicroUSD(_ context.Context, account string, exclude []string) (int64, error) {
 	l.reads.Add(1)
 	if l.Fail.Load() {
 		return 0, errLedgerDown
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.balances[account], nil
+	b := l.balances[account]
+	for _, s := range l.settles {
+		if s.account == account && s.rid != "" && slices.Contains(exclude, s.rid) {
+			b += s.cost
+		}
+	}
+	return b, nil
 }
 
 // Run runs the suite on b.
@@ -144,6 +158,8 @@ func Run(t *testing.T, b Backend) {
 		{"Credit", testCredit},
 		{"ConcurrentCredit", testConcurrentCredit},
 		{"RestartGrantsNothing", testRestart},
+		{"SettleWithoutSeedCountsOnce", testSettleWithoutSeed},
+		{"SettleAfterFlushCountsOnce", testSettleAfterFlush},
 		{"Flush", testFlush},
 		{"SettleDuringSeed", testSettleDuringSeed},
 		{"SeedFailure", testSeedFailure},
@@ -702,5 +718,76 @@ func testSettleDuringSeed(t *testing.T, b Backend) {
 	refusal(t, err, failure.InsufficientCredit, admission.KindBudget)
 	if u := usage(t, s, ly[0]); u.SpentMicroUSD != 500 || u.ReservedMicroUSD != 0 {
 		t.Errorf("usage %+v, want 500 spent (the settle during the seed's read)", u)
+	}
+}
+
+// testSettleWithoutSeed: settles that find the new period's spend without a seed are counted by
+// the seed exactly once, whether their ledger entries are written before the seed's read,
+// during it, or after it (the store's float keeps them under their request ids, and the seed
+// reads the ledger without those ids). r1 settles 200 with its entry not yet written (queued in
+// a replica's writer); r2 settles 300 during the read and its entry is written before the
+// ledger is summed. The spend is 500: not 300 (r1 lost, as when the settle was left to a seed
+// that read the ledger before its entry), not 600 or 800 (r2, or both, counted twice).
+func testSettleWithoutSeed(t *testing.T, b Backend) {
+	ck := NewClock()
+	led := NewLedger()
+	ly := keyLayer(admission.Limits{BudgetMicroUSD: 1000, BudgetPeriod: admission.PeriodDay})
+	s := b.Open(t, ck.Now, led)
+	h1 := acquire(t, s, admission.Request{Layers: ly, ReserveMicroUSD: 300, RequestID: "r1"})
+	h2 := acquire(t, s, admission.Request{Layers: ly, ReserveMicroUSD: 300, RequestID: "r2"})
+	ck.Advance(time.Hour) // a new day: its spend has no seed
+	h1.Settle(0, 200)
+	var once sync.Once
+	led.DuringRead = func() {
+		once.Do(func() {
+			h2.Settle(0, 300)
+			led.SettleID(ck.Now(), "r2", ly, "", 300) // its batch commits before the sum
+		})
+	}
+	h3 := acquire(t, s, admission.Request{Layers: ly, ReserveMicroUSD: 500, RequestID: "r3"}) // 1000 - 500 fits exactly
+	led.DuringRead = nil
+	if u := usage(t, s, ly[0]); u.SpentMicroUSD != 500 || u.ReservedMicroUSD != 500 {
+		t.Errorf("usage %+v, want 500 spent (200 + 300, each once) and 500 reserved", u)
+	}
+	led.SettleID(ck.Now(), "r1", ly, "", 200) // r1's entry is written at last
+	h3.Settle(0, 100)
+	led.SettleID(ck.Now(), "r3", ly, "", 100)
+	if u := usage(t, s, ly[0]); u.SpentMicroUSD != 600 {
+		t.Errorf("usage %+v, want 600 spent", u)
+	}
+}
+
+// testSettleAfterFlush: a request admitted before the shared store lost its data settles after
+// the loss, before any seed, its ledger entry still queued (in another replica's writer): the
+// reseed counts it (the float), and once the entry is written a later reseed counts it once.
+// The same for the prepaid balance.
+func testSettleAfterFlush(t *testing.T, b Backend) {
+	if b.Flush == nil {
+		t.Skip("the store keeps no state outside its process")
+	}
+	ck := NewClock()
+	led := NewLedger()
+	led.Credit("acct", 10_000)
+	ly := keyLayer(admission.Limits{BudgetMicroUSD: 1000, BudgetPeriod: admission.PeriodTotal})
+	s := b.Open(t, ck.Now, led)
+	h := acquire(t, s, admission.Request{Layers: ly, CreditAccount: "acct", ReserveMicroUSD: 300, RequestID: "r1"})
+	b.Flush(t)
+	h.Settle(0, 200) // no seed: its entry is not in the ledger yet
+	h2 := acquire(t, s, admission.Request{Layers: ly, CreditAccount: "acct", ReserveMicroUSD: 100, RequestID: "r2"})
+	if u := usage(t, s, ly[0]); u.SpentMicroUSD != 200 {
+		t.Errorf("spend after the flush %+v, want 200 (the settle after the loss, its entry still queued)", u)
+	}
+	if bl, _ := s.Balance(context.Background(), "acct"); bl.BalanceMicroUSD != 9800 {
+		t.Errorf("balance after the flush %+v, want 9800", bl)
+	}
+	h2.Release()
+	led.SettleID(ck.Now(), "r1", ly, "acct", 200)
+	b.Flush(t)
+	acquire(t, s, admission.Request{Layers: ly, CreditAccount: "acct", ReserveMicroUSD: 100, RequestID: "r3"}).Release()
+	if u := usage(t, s, ly[0]); u.SpentMicroUSD != 200 {
+		t.Errorf("spend after a second flush %+v, want 200", u)
+	}
+	if bl, _ := s.Balance(context.Background(), "acct"); bl.BalanceMicroUSD != 9800 {
+		t.Errorf("balance after a second flush %+v, want 9800", bl)
 	}
 }

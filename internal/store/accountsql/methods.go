@@ -727,10 +727,47 @@ func (s *Store) SettledMicroUSD(ctx context.Context, f accounts.SettleFilter) (i
 	if !f.From.IsZero() {
 		from = f.From.UnixNano()
 	}
+	args := make([]any, 0, 2+len(f.Exclude))
+	args = append(args, from, arg)
+	query := `SELECT COALESCE(SUM(amount_micro_usd), 0) FROM ledger WHERE kind = 'settle' AND at >= ? AND ` + where
+	if len(f.Exclude) > 0 {
+		query += ` AND request_id NOT IN (` + placeholders(len(f.Exclude)) + `)`
+		for _, id := range f.Exclude {
+			args = append(args, id)
+		}
+	}
 	var sum int64
-	err := s.rdb.QueryRowContext(ctx, s.q(`SELECT COALESCE(SUM(amount_micro_usd), 0) FROM ledger WHERE kind = 'settle' AND at >= ? AND `+where),
-		from, arg).Scan(&sum)
+	err := s.rdb.QueryRowContext(ctx, s.q(query), args...).Scan(&sum)
 	return sum, wrap("reading the ledger's spend", err)
 }
 
-var _ accounts.SpendReader = (*Store)(nil)
+// BalanceExcludingMicroUSD implements accounts.BalanceReader: one statement (one snapshot), the
+// excluded settles found through the ledger's unique index on a settle's request id.
+func (s *Store) BalanceExcludingMicroUSD(ctx context.Context, accountID string, exclude []string) (int64, bool, error) {
+	args := make([]any, 0, 2+len(exclude))
+	query := `SELECT balance_micro_usd FROM accounts WHERE id = ?`
+	if len(exclude) > 0 {
+		query = `SELECT a.balance_micro_usd + COALESCE((SELECT SUM(l.amount_micro_usd) FROM ledger l WHERE l.kind = 'settle' AND l.account_id = a.id AND l.request_id IN (` +
+			placeholders(len(exclude)) + `)), 0) FROM accounts a WHERE a.id = ?`
+		for _, id := range exclude {
+			args = append(args, id)
+		}
+	}
+	args = append(args, accountID)
+	var bal int64
+	err := s.rdb.QueryRowContext(ctx, s.q(query), args...).Scan(&bal)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return bal, err == nil, wrap("reading the balance", err)
+}
+
+// placeholders returns n comma-separated "?".
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+var (
+	_ accounts.SpendReader   = (*Store)(nil)
+	_ accounts.BalanceReader = (*Store)(nil)
+)

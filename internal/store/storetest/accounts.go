@@ -37,6 +37,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"LedgerBatchIsOneTransaction", testLedgerAtomic},
 		{"SettledSums", testSettledSums},
 		{"SeedAcrossPeriodBoundary", testSeedAcrossPeriodBoundary},
+		{"SeederExcludes", testSeederExcludes},
 		{"ConcurrentSettles", testConcurrentSettles},
 		{"LedgerReserveRelease", testLedgerReserveRelease},
 		{"LedgerLargeBatch", testLedgerLargeBatch},
@@ -586,6 +587,10 @@ func testSettledSums(t *testing.T, st accounts.Store) {
 		{accounts.SettleFilter{AccountID: "a1"}, 123},
 		{accounts.SettleFilter{AccountID: "a1", From: day}, 23},
 		{accounts.SettleFilter{KeyID: "nobody"}, 0},
+		// a seed whose admission store counts some settles itself (its float) leaves them out
+		{accounts.SettleFilter{KeyID: "k1", Exclude: []string{"r2"}}, 100},
+		{accounts.SettleFilter{AccountID: "a1", Exclude: []string{"r1", "r3", "r4", "nope"}}, 20},
+		{accounts.SettleFilter{WorkspaceID: "w1", From: day, Exclude: []string{"r2"}}, 0},
 	} {
 		got, err := sr.SettledMicroUSD(bg, tc.f)
 		must(t, err)
@@ -595,6 +600,29 @@ func testSettledSums(t *testing.T, st accounts.Store) {
 	}
 	if _, err := sr.SettledMicroUSD(bg, accounts.SettleFilter{}); err == nil {
 		t.Error("an empty filter was accepted")
+	}
+	br, ok := st.(accounts.BalanceReader)
+	if !ok {
+		return
+	}
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	for _, tc := range []struct {
+		exclude []string
+		want    int64
+	}{
+		{nil, a.BalanceMicroUSD},
+		{[]string{"r1", "r3", "nope"}, a.BalanceMicroUSD + 103},
+		{[]string{"r4"}, a.BalanceMicroUSD}, // a reserve and a release change no balance
+	} {
+		got, found, err := br.BalanceExcludingMicroUSD(bg, "a1", tc.exclude)
+		must(t, err)
+		if !found || got != tc.want {
+			t.Errorf("BalanceExcludingMicroUSD(a1, %v) = %d, %v; want %d", tc.exclude, got, found, tc.want)
+		}
+	}
+	if _, found, err := br.BalanceExcludingMicroUSD(bg, "nobody", []string{"r1"}); found || err != nil {
+		t.Errorf("an unknown account: found %v, err %v", found, err)
 	}
 }
 

@@ -69,3 +69,39 @@ func testSeedAcrossPeriodBoundary(t *testing.T, st accounts.Store) {
 	s = admission.NewMemory(clock, seeder) // a restart: every counter reseeded from the ledger
 	check("reseeded after the flush")
 }
+
+// testSeederExcludes: accounts.Seeder over this store leaves out the settles of the request ids
+// an admission store's seed names (its float counts them: they found the counter without a
+// seed), whether they are stored or still queued in the ledger writer; the others count once.
+func testSeederExcludes(t *testing.T, st accounts.Store) {
+	if _, ok := st.(accounts.SpendReader); !ok {
+		t.Skip("the store does not read spend back")
+	}
+	seed(t, st)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	settle := func(rid string, micro int64) accounts.LedgerEntry {
+		return accounts.LedgerEntry{At: at, AccountID: "a1", KeyID: "k1", RequestID: rid, Kind: accounts.KindSettle, AmountMicroUSD: micro}
+	}
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{settle("stored-float", 1), settle("stored", 10)}))
+	a, err := st.Account(bg, "a1")
+	must(t, err)
+	w := accounts.NewWriter(st, accounts.WriterOptions{}) // not running: what it is given stays queued
+	w.Append(settle("queued-float", 100))
+	w.Append(settle("queued", 1000))
+	sd := accounts.Seeder{Store: st, Writer: w}
+	exclude := []string{"stored-float", "queued-float", "elsewhere"}
+	got, err := sd.SpentMicroUSD(bg, admission.ScopeKey, "k1", time.Time{}, exclude)
+	must(t, err)
+	if got != 1010 {
+		t.Errorf("spend without the float's settles = %d, want 1010 (stored and queued, once each)", got)
+	}
+	if got, _ := sd.SpentMicroUSD(bg, admission.ScopeKey, "k1", time.Time{}, nil); got != 1111 {
+		t.Errorf("spend = %d, want 1111", got)
+	}
+	bal, err := sd.BalanceMicroUSD(bg, "a1", exclude)
+	must(t, err)
+	if want := a.BalanceMicroUSD + 1 - 1000; bal != want {
+		t.Errorf("balance without the float's settles = %d, want %d (stored %d, plus the stored one left out, less the queued one counted)",
+			bal, want, a.BalanceMicroUSD)
+	}
+}
