@@ -29,139 +29,202 @@ import (
 // commit is answered 503 gateway_error, never left empty.
 func (rl *Relay) Run(ctx context.Context, w http.ResponseWriter, req *Request, p *plan.Plan) (res Result) {
 	sc := rl.pool.Get().(*scratch)
-	var held circuit.Ticket // the running attempt's ticket, until it is reported
-	var run attemptRun
+	ch := chain{w: w, rc: http.NewResponseController(w), req: req, sc: sc, res: &res}
 	defer func() {
 		if v := recover(); v != nil {
-			rl.recovered(v, &res, held, &run, w, req)
+			rl.recovered(v, &res, ch.held, &ch.run, w, req)
 			return // sc may be inconsistent: it is not pooled again
 		}
 		rl.putScratch(sc)
 	}()
-	rc := http.NewResponseController(w)
 	sc.tr.reset()
 	req.plan = p
 
-	var last, firstRejection error
-	var minRetryAfter time.Duration
-chain:
+models:
 	for si := 0; si <= len(req.Fallbacks); si++ {
-		mres, mp, echo := &req.Resolution, p, req.Info.Model
-		if si > 0 {
-			fb := &req.Fallbacks[si-1]
-			mres, mp, echo = &fb.Resolution, fb.Plan, fb.Resolution.Requested
-		}
-		maxOut := int64(mres.Model.MaxOutputTokens)
-		var capOut int64 // the output cap a metered request sends when its caller set none
-		if req.CapOutput && req.Protocol == catalog.ProtocolModel && req.Info.MaxTokens == 0 {
-			capOut = admission.OutputTokens(0, maxOut)
-		}
+		m := req.chainModel(si, p)
 		before := len(res.Attempts)
-		for i := range mp.Candidates {
+		for i := range m.plan.Candidates {
 			if req.AttemptLimit > 0 && len(res.Attempts) >= req.AttemptLimit {
-				break chain
+				break models
 			}
-			if mp.AttemptLimit > 0 && len(res.Attempts)-before >= mp.AttemptLimit {
+			if m.plan.AttemptLimit > 0 && len(res.Attempts)-before >= m.plan.AttemptLimit {
 				break // the plan's own cap (provider.allow_fallbacks false)
 			}
-			c := &mp.Candidates[i]
-			dep := c.Route.Deployment
-			up := CodecFor(dep.Dialect)
-			// A Responses request reaches a deployment that serves the Responses API as it came
-			// (pass-through, responses_passthrough.go); every other deployment translates it.
-			pass := req.Surface == catalog.Responses && rl.passesResponses(dep)
-			cross := dep.Dialect != req.Surface && !pass
-			upName := mres.UpstreamModel(c.Route)
-			// The body comes first: a request that cannot be carried to this dialect skips the
-			// candidate before any circuit or attempt is spent on it.
-			var dropped []string
-			if cross {
-				var err error
-				sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, maxOut, capOut, mres.Model.Reasoning)
-				if err != nil {
-					if firstRejection == nil {
-						firstRejection = err
-					}
-					continue
-				}
-			} else if pass {
-				sc.body = appendResponsesBody(sc.body[:0], req, upName, capOut)
-			} else if capOut > 0 && dep.Dialect != catalog.Anthropic && !hasOutputCap(req.Body) {
-				sc.out = req.Codec.AppendUpstreamBody(sc.out[:0], req.Body, &req.Info, upName)
-				sc.body = appendOutputCap(sc.body[:0], sc.out, capOut)
-			} else {
-				sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
-			}
-			tk, err := rl.circuits.Admit(dep.PauseScope(), dep.Name, c.Route.Model)
-			if err != nil { // not an attempt (R-AUDIT-3)
-				if e, ok := RouteEvent(err, audit.StageDispatch, dep.Name, c.Route.Model); ok && req.Events != nil {
-					req.Events.Add(e)
-				}
-				if firstRejection == nil {
-					firstRejection = plan.CoolingDown()
-				}
-				continue
-			}
-			if ctx.Err() != nil {
-				tk.Done(context.Canceled)
-				return rl.ended(ctx, w, req, &res)
-			}
-			held = tk
-			res.Attempts = append(res.Attempts, audit.Attempt{
-				Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider, Platform: string(dep.Platform),
-				Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
-				UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(), ReservedMaxUSD: req.ReservedMaxUSD,
-			})
-			a := &res.Attempts[len(res.Attempts)-1]
-			price, source := priceOf(mres.Model, c.Route)
-			a.Price, a.BillingSource = snapshotOf(price, price.Rates(0)), source
-			routeContext(a, c, mp)
-			run = attemptRun{req: req, w: w, rc: rc, cand: c, a: &res.Attempts[len(res.Attempts)-1], price: price,
-				total: len(res.Attempts), sc: sc, res: &res, up: up, cross: cross, pass: pass, model: mres, echo: echo}
-			err = rl.attempt(ctx, &run)
-			run.a.EndedAt = time.Now()
-			rl.observe(run.a, err)
-			fe := failure.From(err)
-			if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
-				(minRetryAfter == 0 || fe.RetryAfter < minRetryAfter) {
-				minRetryAfter = fe.RetryAfter
-			}
-			held = circuit.Ticket{}
-			if res.Committed || fe == nil {
-				tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
-				if req.Debug && req.Info.Stream && res.Committed && res.Class != failure.Cancelled {
-					writeDebugComment(w, req, &res)
-				}
+			switch rl.tryCandidate(ctx, &ch, &m, i) {
+			case answered:
 				return res
+			case chainEnds:
+				break models
 			}
-			tk.Done(fe)
-			run.a.Outcome, run.a.ErrorCode = audit.OutcomeFailed, string(fe.Class)
-			if rl.Logf != nil && fe.Class != failure.Cancelled {
-				rl.Logf("request %s attempt %d deployment %s failed: %v", req.ID, run.a.Attempt, dep.Name, fe)
-			}
-			if fe.Class == failure.Cancelled || (ctx.Err() != nil && fe.Class != failure.GatewayError) {
-				run.a.Outcome = audit.OutcomeCancelled
-				return rl.ended(ctx, w, req, &res)
-			}
-			last = fe
-			if !fe.Class.FailsOver() { // R-FAIL-6: returned directly; R-FAIL-8: ends the chain
-				break chain
-			}
-			mp.Failover(i+1, c.Route, fe.Class) // inside or across regions by class (docs/routing.md)
 		}
 	}
-	// R-FAIL-9: the last failure when a call was made, else the first rejection.
-	final := last
+	ch.refuse(p)
+	return res
+}
+
+// chain is the state Run carries from candidate to candidate over the request's plans.
+type chain struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	req *Request
+	sc  *scratch
+	res *Result
+	// held is the running attempt's circuit ticket, until it is reported; run is the running
+	// attempt. Both are read by Run's panic handler (recovered).
+	held circuit.Ticket
+	run  attemptRun
+	// last is the last attempt's failure; firstRejection the first candidate skipped without an
+	// attempt (a body that cannot be carried to its dialect, a circuit or a pause): the failure
+	// the caller gets when no candidate served (R-FAIL-9).
+	last, firstRejection error
+	// minRetryAfter is the shortest retry-after of the upstream_rate_limited failures so far.
+	minRetryAfter time.Duration
+}
+
+// modelTry is one model of a request's chain (R-FAIL-8): the requested model or a fallback.
+type modelTry struct {
+	res  *catalog.Resolution
+	plan *plan.Plan
+	echo string // the model id echoed to the caller
+	// maxOut is the model's max_output_tokens (0: unknown); capOut the output cap a metered
+	// request sends when its caller set none (Request.CapOutput), else 0.
+	maxOut, capOut int64
+}
+
+// chainModel is the si-th model of the request's chain: 0 is the requested model on plan p,
+// then req.Fallbacks in order.
+func (req *Request) chainModel(si int, p *plan.Plan) modelTry {
+	m := modelTry{res: &req.Resolution, plan: p, echo: req.Info.Model}
+	if si > 0 {
+		fb := &req.Fallbacks[si-1]
+		m = modelTry{res: &fb.Resolution, plan: fb.Plan, echo: fb.Resolution.Requested}
+	}
+	m.maxOut = int64(m.res.Model.MaxOutputTokens)
+	if req.CapOutput && req.Protocol == catalog.ProtocolModel && req.Info.MaxTokens == 0 {
+		m.capOut = admission.OutputTokens(0, m.maxOut)
+	}
+	return m
+}
+
+// tryOutcome is what one candidate's turn decided (tryCandidate).
+type tryOutcome int
+
+const (
+	nextCandidate tryOutcome = iota // skipped, or failed over: the chain goes on
+	chainEnds                       // a failure that does not fail over: the chain stops (R-FAIL-6)
+	answered                        // the response is written (or the request ended): Run returns
+)
+
+// tryCandidate gives candidate i of m's plan its turn: the upstream body, the circuit's
+// admission, one attempt, and what its outcome means for the chain (failover, stop, answered).
+func (rl *Relay) tryCandidate(ctx context.Context, ch *chain, m *modelTry, i int) tryOutcome {
+	req, sc, res := ch.req, ch.sc, ch.res
+	mp := m.plan
+	c := &mp.Candidates[i]
+	dep := c.Route.Deployment
+	up := CodecFor(dep.Dialect)
+	// A Responses request reaches a deployment that serves the Responses API as it came
+	// (pass-through, responses_passthrough.go); every other deployment translates it.
+	pass := req.Surface == catalog.Responses && rl.passesResponses(dep)
+	cross := dep.Dialect != req.Surface && !pass
+	upName := m.res.UpstreamModel(c.Route)
+	// The body comes first: a request that cannot be carried to this dialect skips the
+	// candidate before any circuit or attempt is spent on it.
+	var dropped []string
+	if cross {
+		var err error
+		sc.body, dropped, err = sc.tr.appendBody(sc.body[:0], req, up, upName, m.maxOut, m.capOut, m.res.Model.Reasoning)
+		if err != nil {
+			if ch.firstRejection == nil {
+				ch.firstRejection = err
+			}
+			return nextCandidate
+		}
+	} else if pass {
+		sc.body = appendResponsesBody(sc.body[:0], req, upName, m.capOut)
+	} else if m.capOut > 0 && dep.Dialect != catalog.Anthropic && !hasOutputCap(req.Body) {
+		sc.out = req.Codec.AppendUpstreamBody(sc.out[:0], req.Body, &req.Info, upName)
+		sc.body = appendOutputCap(sc.body[:0], sc.out, m.capOut)
+	} else {
+		sc.body = req.Codec.AppendUpstreamBody(sc.body[:0], req.Body, &req.Info, upName)
+	}
+	tk, err := rl.circuits.Admit(dep.PauseScope(), dep.Name, c.Route.Model)
+	if err != nil { // not an attempt (R-AUDIT-3)
+		if e, ok := RouteEvent(err, audit.StageDispatch, dep.Name, c.Route.Model); ok && req.Events != nil {
+			req.Events.Add(e)
+		}
+		if ch.firstRejection == nil {
+			ch.firstRejection = plan.CoolingDown()
+		}
+		return nextCandidate
+	}
+	if ctx.Err() != nil {
+		tk.Done(context.Canceled)
+		rl.ended(ctx, ch.w, req, res)
+		return answered
+	}
+	ch.held = tk
+	res.Attempts = append(res.Attempts, audit.Attempt{
+		Attempt: len(res.Attempts) + 1, Deployment: dep.Name, Provider: dep.Provider, Platform: string(dep.Platform),
+		Model: c.Route.Model, UpstreamModel: upName, DroppedParams: dropped,
+		UsageProvenance: audit.ProvenanceUnknown, DispatchedAt: time.Now(), ReservedMaxUSD: req.ReservedMaxUSD,
+	})
+	a := &res.Attempts[len(res.Attempts)-1]
+	price, source := priceOf(m.res.Model, c.Route)
+	a.Price, a.BillingSource = snapshotOf(price, price.Rates(0)), source
+	routeContext(a, c, mp)
+	ch.run = attemptRun{req: req, w: ch.w, rc: ch.rc, cand: c, a: a, price: price,
+		total: len(res.Attempts), sc: sc, res: res, up: up, cross: cross, pass: pass, model: m.res, echo: m.echo}
+	run := &ch.run
+	err = rl.attempt(ctx, run)
+	run.a.EndedAt = time.Now()
+	rl.observe(run.a, err)
+	fe := failure.From(err)
+	if fe != nil && fe.Class == failure.UpstreamRateLimited && fe.RetryAfter > 0 &&
+		(ch.minRetryAfter == 0 || fe.RetryAfter < ch.minRetryAfter) {
+		ch.minRetryAfter = fe.RetryAfter
+	}
+	ch.held = circuit.Ticket{}
+	if res.Committed || fe == nil {
+		tk.Done(err) // success, or a failure after commit (counted when failover-eligible, R-FAIL-4)
+		if req.Debug && req.Info.Stream && res.Committed && res.Class != failure.Cancelled {
+			writeDebugComment(ch.w, req, res)
+		}
+		return answered
+	}
+	tk.Done(fe)
+	run.a.Outcome, run.a.ErrorCode = audit.OutcomeFailed, string(fe.Class)
+	if rl.Logf != nil && fe.Class != failure.Cancelled {
+		rl.Logf("request %s attempt %d deployment %s failed: %v", req.ID, run.a.Attempt, dep.Name, fe)
+	}
+	if fe.Class == failure.Cancelled || (ctx.Err() != nil && fe.Class != failure.GatewayError) {
+		run.a.Outcome = audit.OutcomeCancelled
+		rl.ended(ctx, ch.w, req, res)
+		return answered
+	}
+	ch.last = fe
+	if !fe.Class.FailsOver() { // R-FAIL-6: returned directly; R-FAIL-8: ends the chain
+		return chainEnds
+	}
+	mp.Failover(i+1, c.Route, fe.Class) // inside or across regions by class (docs/routing.md)
+	return nextCandidate
+}
+
+// refuse answers a request that no candidate served: R-FAIL-9, the last failure when a call
+// was made, else the first rejection, else the plan's refusal (p: the requested model's plan).
+func (ch *chain) refuse(p *plan.Plan) {
+	final := ch.last
 	if final == nil {
-		final = firstRejection
+		final = ch.firstRejection
 	}
 	if final == nil {
 		final = p.Refusal()
 	}
 	fe := failure.From(final)
-	if fe.Class == failure.UpstreamRateLimited && minRetryAfter > 0 {
+	if fe.Class == failure.UpstreamRateLimited && ch.minRetryAfter > 0 {
 		cp := *fe
-		cp.RetryAfter = minRetryAfter
+		cp.RetryAfter = ch.minRetryAfter
 		fe = &cp
 	} else if fe.Class == failure.UpstreamError && fe.UpstreamStatus == http.StatusServiceUnavailable && fe.Status == 0 {
 		// The provider said it is unavailable: the caller gets its 503 and its retry-after
@@ -170,9 +233,8 @@ chain:
 		cp.Status = http.StatusServiceUnavailable
 		fe = &cp
 	}
-	res.Status, res.Class = fe.HTTPStatus(), fe.Class
-	req.writeError(w, fe, &res, sc.out[:0])
-	return res
+	ch.res.Status, ch.res.Class = fe.HTTPStatus(), fe.Class
+	ch.req.writeError(ch.w, fe, ch.res, ch.sc.out[:0])
 }
 
 func (rl *Relay) cancelled(res *Result) Result {
