@@ -14,13 +14,13 @@ import (
 	"unicode"
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
-	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/dialect"
+	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
 	"github.com/switchyard-gw/switchyard/internal/failure"
-	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
-// writeError writes fe with status in the OpenAI error shape.
+// writeError writes fe with status in the OpenAI error shape (openai.AppendErrorBody, the body
+// the relay writes on the OpenAI surface; the admin API does not import the relay).
 func writeError(w http.ResponseWriter, status int, fe *failure.Error) {
 	writeConflicts(w, status, fe, nil)
 }
@@ -29,7 +29,7 @@ func writeError(w http.ResponseWriter, status int, fe *failure.Error) {
 // member after "request_id" (R-KEY-3: the layers a settings change would leave with no
 // candidate); the OpenAI shape of "error" is unchanged.
 func writeConflicts(w http.ResponseWriter, status int, fe *failure.Error, conflicts []conflictJSON) {
-	b := relay.CodecFor(catalog.OpenAI).AppendErrorBody(nil, fe, requestID(w))
+	b := openai.AppendErrorBody(nil, fe, requestID(w))
 	if len(conflicts) > 0 {
 		if cs, err := json.Marshal(conflicts); err == nil && len(b) > 0 && b[len(b)-1] == '}' {
 			b = append(append(append(b[:len(b)-1], `,"conflicts":`...), cs...), '}')

@@ -125,50 +125,6 @@ func (s *Server) closeBYOK() {
 	})
 }
 
-// callerRouting is what a caller's routing policy and connections add to its plans (R-POLICY,
-// R-ORDER-7): the saved order, the funding rule, the attempt limit, and the connections whose
-// routes join the pool.
-type callerRouting struct {
-	policy  *accounts.Policy // nil: no policy
-	funding accounts.Funding // "" when neither a policy nor a connection applies
-	conns   []accounts.Connection
-}
-
-// routingOf reads the caller's policy (its effective settings.policy, from the key cache) and
-// its active connections. Without a policy, a key's connections are tried first and the
-// house's deployments after them (byok_with_house_fallback; docs/routing.md); a policy funded
-// house leaves them unused. A policy id that is not in the cache (the policy is stored on
-// another replica and not reloaded yet) routes as no policy.
-func (s *Server) routingOf(who caller) callerRouting {
-	var cr callerRouting
-	if s.cache == nil || who.settings == nil {
-		return cr
-	}
-	if id := who.settings.Policy.Value; id != "" {
-		cr.policy, _ = s.cache.Policy(id)
-	}
-	if cr.policy != nil {
-		cr.funding = cr.policy.Funding
-	}
-	if cr.funding != accounts.FundingHouse {
-		cr.conns = s.cache.Connections(who.keyID)
-		if cr.funding == "" && len(cr.conns) > 0 {
-			cr.funding = accounts.FundingBYOKWithHouseFallback
-		}
-	}
-	return cr
-}
-
-// byokRoutes appends to dst the routes of the caller's connections that serve model m.
-func (s *Server) byokRoutes(dst []*catalog.Route, conns []accounts.Connection, m *catalog.Model) []*catalog.Route {
-	for i := range conns {
-		if rt := s.byokDeployment(&conns[i]).routes[m.ID]; rt != nil {
-			dst = append(dst, rt)
-		}
-	}
-	return dst
-}
-
 // billable reports whether some candidate of the request's plans is a house route, which the
 // gateway bills; a plan of BYOK routes only is paid by the caller to its own provider.
 func billable(cs *callState) bool { return anyCandidate(cs, false) }

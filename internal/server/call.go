@@ -45,11 +45,14 @@ type callState struct {
 	obs callObs
 }
 
-// serveModelCall is the whole path for every surface that calls a model: read the body once,
-// authenticate, resolve the model and its suffix (R-MODEL, R-SUFFIX), build the plans of the
-// model and its fallbacks (R-ADMIT, R-ORDER, R-FAIL-8; routing.go), run the attempt loop
-// (R-FAIL) under the caller's limits and budget reserve (R-BILL-1, R-BILL-2; limits.go), then
-// hand the audit record to the recorder without blocking (R-AUDIT).
+// serveModelCall is the whole path for every surface that calls a model, in six steps
+// (docs/architecture-notes.md): auth (authenticate, server.go) → body (readCallBody: read once,
+// under the request limits) → plan (route: resolve the model and its suffix, R-MODEL,
+// R-SUFFIX, routing.go; then the plans of the model and its fallbacks with the caller's own
+// connections merged, R-ADMIT, R-ORDER, R-FAIL-8, plan.go) → reserve (the caller's limits,
+// budgets and prepaid reserve, R-BILL-1; reserve below) → relay (the attempt loop, R-FAIL;
+// internal/relay) → bill (settle or release, R-BILL-2; bill below), then the audit record to
+// the recorder without blocking (R-AUDIT).
 func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surface) {
 	start := time.Now()
 	rid := requestID(w)
@@ -78,47 +81,30 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		s.finish(rec, start, ob)
 	}
 
+	// 1. auth
 	who, err := s.authenticate(r)
 	if err != nil {
 		fail(err)
 		return
 	}
 	rec.Account, rec.KeyID, ob.keyID = who.account, who.keyID, who.keyID
-	var boundary string
-	if sf.form { // refused before the body is read: a multipart surface needs its boundary
-		if boundary, err = form.Boundary(r.Header.Get("Content-Type")); err != nil {
-			fail(err)
-			return
-		}
-	}
-	body, err := s.readBody(w, r, cs)
+	// 2. body
+	body, err := s.readCallBody(w, r, cs, sf)
 	if err != nil {
 		fail(err)
 		return
 	}
-	if sf.form && openai.FirstBoundary(body) != boundary {
-		fail(&failure.Error{Class: failure.InvalidRequest, Msg: "the multipart/form-data body does not begin with the boundary of its Content-Type header"})
-		return
-	}
+	// 3. plan
 	err = s.route(cs, who, sf, body, &pr)
-	rec.Model, rec.Stream = pr.info.Model, pr.info.Stream
-	if pr.res.Model != nil {
-		ob.model = pr.res.Model.ID
-	}
-	if pr.planned {
-		s.planEvents(&rec.AdmissionEvents, cs) // routes dropped for open circuits and pauses (events.go)
-	}
+	s.notePlan(rec, cs, &pr, err)
 	if err != nil {
-		if pr.refused {
-			rec.AdmissionEvents.Add(refusedEvent(err))
-		}
 		fail(err)
 		return
 	}
-	// Limits, budgets and the prepaid reserve: after planning, before the first attempt, in one
-	// reservation that owns the request's money until it ends (internal/billing; limits.go). A
-	// refusal never fails over (R-BILL-1). Anonymous callers and keys without limits or a
-	// prepaid balance do not call the admission store.
+	// 4. reserve: limits, budgets and the prepaid reserve, after planning and before the first
+	// attempt, in one reservation that owns the request's money until it ends (internal/billing;
+	// limits.go). A refusal never fails over (R-BILL-1). Anonymous callers and keys without
+	// limits or a prepaid balance do not call the admission store.
 	res, reserve, err := s.reserve(r, cs, &pr, sf, who, rid, &rec.AdmissionEvents)
 	if err != nil {
 		fail(err)
@@ -126,26 +112,72 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 		return
 	}
 	defer res.Release() // a panic in the relay still frees the slot, the reserve and the ledger's
-	// A request that holds money is held to its reserve's output basis (relay.Request.CapOutput).
-	cs.req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
-		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
-		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording(),
-		Events: &rec.AdmissionEvents, Debug: pr.debug, ReservedMaxUSD: float64(reserve) / 1e6}
-	if res.Queued() {
-		cs.req.Gate = res // the reserve made durable at the commit, not before dispatch
-	}
-	if sf.form {
-		cs.req.ContentType = r.Header["Content-Type"] // the caller's boundary: the body keeps it
-	}
-	p := &cs.plan
-	out := s.relay.Run(ctx, w, &cs.req, p)
+	// 5. relay
+	s.relayRequest(&cs.req, r, cs, &pr, sf, rid, res, reserve, rec)
+	out := s.relay.Run(ctx, w, &cs.req, &cs.plan)
 	cs.req = relay.Request{}
 	clear(cs.fallbacks)
-	// Ended before the audit record is queued: a caller that read it may call again.
+	// 6. bill: ended before the audit record is queued, so a caller that read it may call again.
 	bill(res, &out, reserve)
 	rec.Status, rec.ErrorCode, rec.Attempts = out.Status, string(out.Class), out.Attempts
 	ob.gaps = out.Gaps
 	s.finish(rec, start, ob)
+}
+
+// readCallBody is the body step: the multipart boundary of a form surface from its
+// Content-Type (refused before the body is read), the body read once (readBody), and the body's
+// first boundary checked against the header's.
+func (s *Server) readCallBody(w http.ResponseWriter, r *http.Request, cs *callState, sf *surface) ([]byte, error) {
+	var boundary string
+	if sf.form { // refused before the body is read: a multipart surface needs its boundary
+		var err error
+		if boundary, err = form.Boundary(r.Header.Get("Content-Type")); err != nil {
+			return nil, err
+		}
+	}
+	body, err := s.readBody(w, r, cs)
+	if err != nil {
+		return nil, err
+	}
+	if sf.form && openai.FirstBoundary(body) != boundary {
+		return nil, &failure.Error{Class: failure.InvalidRequest, Msg: "the multipart/form-data body does not begin with the boundary of its Content-Type header"}
+	}
+	return body, nil
+}
+
+// notePlan records the plan step in the audit record and the observation: the model and
+// stream flag as far as they were read, the routes the plan dropped for open circuits and
+// pauses (events.go), and a refusal (err with pr.refused).
+func (s *Server) notePlan(rec *audit.Record, cs *callState, pr *prepared, err error) {
+	rec.Model, rec.Stream = pr.info.Model, pr.info.Stream
+	if pr.res.Model != nil {
+		cs.obs.model = pr.res.Model.ID
+	}
+	if pr.planned {
+		s.planEvents(&rec.AdmissionEvents, cs) // routes dropped for open circuits and pauses (events.go)
+	}
+	if err != nil && pr.refused {
+		rec.AdmissionEvents.Add(refusedEvent(err))
+	}
+}
+
+// relayRequest fills req, the relay's view of the call: the planned body and model, its
+// fallbacks, limits and reserve. A request that holds money is held to its reserve's output
+// basis (relay.Request.CapOutput) and, when its reserve is queued, made durable at the commit
+// (relay.Request.Gate), not before dispatch.
+func (s *Server) relayRequest(req *relay.Request, r *http.Request, cs *callState, pr *prepared, sf *surface, rid string,
+	res *billing.Reservation, reserve int64, rec *audit.Record) {
+	ob := &cs.obs
+	*req = relay.Request{ID: rid, Surface: sf.dialect, Protocol: sf.protocol, Codec: sf.codec, Body: pr.body, Info: pr.info, Resolution: pr.res,
+		AnthropicBeta: r.Header.Get("Anthropic-Beta"), Fallbacks: cs.fallbacks, AttemptLimit: pr.attemptLimit, InputTokens: pr.inputTokens,
+		GatewayProvider: s.gatewayProvider, CapOutput: cs.metered, FinishReasons: ob.tr.span != nil && ob.tr.span.IsRecording(),
+		Events: &rec.AdmissionEvents, Debug: pr.debug, ReservedMaxUSD: float64(reserve) / 1e6}
+	if res.Queued() {
+		req.Gate = res // the reserve made durable at the commit, not before dispatch
+	}
+	if sf.form {
+		req.ContentType = r.Header["Content-Type"] // the caller's boundary: the body keeps it
+	}
 }
 
 // reserve admits the request's limits and money (R-BILL-1, R-BILL-4): its layers' limits and

@@ -9,14 +9,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/catalog"
 	"github.com/switchyard-gw/switchyard/internal/dialect"
 	"github.com/switchyard-gw/switchyard/internal/dialect/form"
 	"github.com/switchyard-gw/switchyard/internal/dialect/openai"
 	"github.com/switchyard-gw/switchyard/internal/failure"
 	"github.com/switchyard-gw/switchyard/internal/plan"
-	"github.com/switchyard-gw/switchyard/internal/relay"
 )
 
 // maxFallbacks bounds the fallback models one request may name (extra.fallbacks plus models).
@@ -493,13 +491,30 @@ type prepared struct {
 }
 
 // route is the request path's routing half, shared by model calls and POST /v1/route so that
-// the plan explained is the plan used: parse, resolve with suffixes (R-SUFFIX, R-MODEL-5) and
-// dedicated endpoints (R-KEY-6: one the caller's account may not use is a 404 as for an
-// unknown model), the
-// override lock (R-SUFFIX-2), the hints (R-ORDER-5/6, R-ADMIT-4, R-FAIL-8), the body cut, and
-// one plan per model into cs.plan and cs.fallbacks. info is filled as far as it was read, also
-// on error (the audit wants the model and stream flag).
+// the plan explained is the plan used: what the caller asks for (resolveCall), then the plans
+// that serve it (planCall, plan.go). info is filled as far as it was read, also on error (the
+// audit wants the model and stream flag).
 func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *prepared) error {
+	var ask asked
+	if err := s.resolveCall(cs, who, sf, body, pr, &ask); err != nil {
+		return err
+	}
+	return s.planCall(cs, who, sf, pr, &ask)
+}
+
+// asked is what resolveCall read of a request beyond prepared: the model's suffix and the
+// routing hints, the plan step's input.
+type asked struct {
+	sx catalog.Suffix
+	h  routeHints
+}
+
+// resolveCall reads what the caller asks for into pr and ask: parse, resolve with suffixes
+// (R-SUFFIX, R-MODEL-5) and dedicated endpoints (R-KEY-6: one the caller's account may not use
+// is a 404 as for an unknown model), the caller's models allowlist and providers (R-ADMIT-1,
+// R-SUFFIX-3), the override lock (R-SUFFIX-2), the hints (R-ORDER-5/6, R-ADMIT-4, R-FAIL-8) and
+// the body cut (pr.body: the body without the gateway's own members).
+func (s *Server) resolveCall(cs *callState, who caller, sf *surface, body []byte, pr *prepared, ask *asked) error {
 	info, err := sf.codec.ParseRequest(body)
 	pr.info = info
 	if err != nil {
@@ -518,11 +533,11 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		pr.refused, pr.refusedModel, pr.refusedReason = true, res, plan.ReasonModels
 		return err
 	}
-	var h routeHints
+	h := &ask.h
 	if sf.form {
-		h, err = readFormHints(cs, body)
+		*h, err = readFormHints(cs, body)
 	} else {
-		h, err = readHints(body, sf)
+		*h, err = readHints(body, sf)
 	}
 	if err != nil {
 		return err
@@ -554,94 +569,9 @@ func (s *Server) route(cs *callState, who caller, sf *surface, body []byte, pr *
 		}
 		pr.info = info
 	}
-	cr := s.routingOf(who) // the caller's routing policy and BYOK connections (R-POLICY)
-	pr.body, pr.res, pr.attemptLimit, pr.inputTokens, pr.debug = body, res, s.attemptLimit, h.inputTokens, h.debug
-	if cr.policy != nil && cr.policy.AttemptLimit > 0 && (pr.attemptLimit == 0 || cr.policy.AttemptLimit < pr.attemptLimit) {
-		pr.attemptLimit = cr.policy.AttemptLimit // the stricter of routing.attempt_limit and the policy's
-	}
-	strategy := s.strategy
-	var providers []string
-	var scope string
-	if e := who.settings; e != nil { // a stored key's effective settings (R-KEY-2, R-ADMIT-2/3)
-		if e.Strategy.Value != "" {
-			strategy = e.Strategy.Value
-		}
-		h.prefs.Preferred = e.PreferredProviders.Value
-		providers, scope = e.Providers.Value, string(e.TierScope.Value)
-	}
-	if sx.Strategy != "" {
-		strategy = sx.Strategy
-	}
-	h.prefs.Pin = sx.Pin
-	in := plan.Input{Resolution: res, Surface: sf.dialect, Protocol: sf.protocol, Blend: s.blend,
-		Strategy: strategy, SessionKey: h.sessionKey, Prefs: h.prefs, InputTokens: h.inputTokens,
-		Providers: providers, TierScope: scope, Funding: string(cr.funding), HouseOff: cr.funding == accounts.FundingBYOK,
-		Routable: s.routable}
-	if cr.policy != nil {
-		in.Policy, in.SavedOrder = cr.policy.ID, cr.policy.Order
-	}
-	if s.stats != nil {
-		in.Stats = s.stats
-	}
-	cs.byok = s.byokRoutes(cs.byok[:0], cr.conns, res.Model)
-	in.BYOK = cs.byok
-	plan.Build(&cs.plan, in, s.circuits)
-	cs.fallbacks = cs.fallbacks[:0]
-	pr.planned = true
-	// A pinned request never switches provider (R-SUFFIX-1), and allow_fallbacks false tries
-	// one candidate only (R-ORDER-6): neither runs fallback models.
-	noSwitch := sx.Pin != "" || (h.prefs.AllowFallbacks != nil && !*h.prefs.AllowFallbacks)
-	if noSwitch || len(h.fallbacks) == 0 {
-		err := cs.plan.Refusal()
-		pr.refused = err != nil
-		return err
-	}
-	for len(cs.fbPlans) < len(h.fallbacks) {
-		cs.fbPlans = append(cs.fbPlans, new(plan.Plan))
-	}
-	for i, id := range h.fallbacks {
-		if id == info.Model {
-			continue
-		}
-		fres, err := s.cat.Resolve(id)
-		if err == nil && s.hidden(id, who) {
-			err = catalog.UnknownModel(id)
-		}
-		if err == nil {
-			err = allowModel(who, fres, "models")
-		}
-		if err != nil {
-			fe := *failure.From(err)
-			fe.Param = "models"
-			return &fe
-		}
-		in.Resolution = fres
-		cs.byok = s.byokRoutes(cs.byok[:0], cr.conns, fres.Model)
-		in.BYOK = cs.byok
-		fp := cs.fbPlans[i]
-		plan.Build(fp, in, s.circuits)
-		// A fallback that resolves to routes already planned (an alias, or an endpoint of the same
-		// model) does not try them again: each route is tried at most once per request.
-		kept := fp.Candidates[:0]
-		for _, c := range fp.Candidates {
-			if !planned(&cs.plan, cs.fallbacks, c.Route) {
-				kept = append(kept, c)
-			}
-		}
-		fp.Candidates = kept
-		cs.fallbacks = append(cs.fallbacks, relay.Fallback{Resolution: fres, Plan: fp})
-	}
-	if len(cs.plan.Candidates) > 0 {
-		return nil
-	}
-	for _, fb := range cs.fallbacks {
-		if len(fb.Plan.Candidates) > 0 {
-			return nil // the requested model has no candidate now; its fallbacks run (R-FAIL-8)
-		}
-	}
-	err = cs.plan.Refusal()
-	pr.refused = err != nil
-	return err
+	ask.sx = sx
+	pr.body, pr.res, pr.inputTokens, pr.debug = body, res, h.inputTokens, h.debug
+	return nil
 }
 
 // allowModel refuses, 403 permission, a model outside the caller's effective models allowlist
@@ -677,22 +607,4 @@ func allowPin(who caller, res catalog.Resolution, pin string) error {
 	}
 	return &failure.Error{Class: failure.InvalidRequest, Param: "model",
 		Msg: fmt.Sprintf("this API key may not use provider %q (its providers setting excludes it)", pin)}
-}
-
-// planned reports whether route rt is already a candidate of the requested model's plan or of
-// an earlier fallback's.
-func planned(p *plan.Plan, fbs []relay.Fallback, rt *catalog.Route) bool {
-	for _, c := range p.Candidates {
-		if c.Route == rt {
-			return true
-		}
-	}
-	for _, fb := range fbs {
-		for _, c := range fb.Plan.Candidates {
-			if c.Route == rt {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -130,19 +130,9 @@ func (c *errCause) Error() string {
 		b = append(b, "status "...)
 		b = strconv.AppendInt(b, int64(c.status), 10)
 	}
-	b = appendErrToken(b, " type=", c.typ)
-	b = appendErrToken(b, " error_code=", c.code)
+	b = dialect.AppendErrToken(b, " type=", c.typ)
+	b = dialect.AppendErrToken(b, " error_code=", c.code)
 	return string(b)
-}
-
-func appendErrToken(b []byte, key, v string) []byte {
-	if v == "" {
-		return b
-	}
-	if dialect.LooksSecret(v) { // a key echoed in a code never reaches a log
-		v = dialect.RedactedToken
-	}
-	return append(append(b, key...), v...)
 }
 
 func normalizeErr(status int, header func(string) string, body []byte, now func() time.Time) error {
@@ -155,7 +145,7 @@ func normalizeErr(status int, header func(string) string, body []byte, now func(
 // {"type","message"} as some proxies send it. Anything else leaves every field empty.
 func readErrFields(status int, body []byte) errFields {
 	f := errFields{status: status}
-	if !isJSONObjectStart(body) || dialect.TooDeep(body) { // too deep: read as not JSON
+	if !dialect.IsJSONObjectStart(body) || dialect.TooDeep(body) { // too deep: read as not JSON
 		return f
 	}
 	s := string(body) // one copy; every field below is a view into it
@@ -208,17 +198,6 @@ func errToken(r gjson.Result) string {
 	return s
 }
 
-func isJSONObjectStart(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
-	}
-	return false
-}
-
 // errRule maps one upstream error shape to a class. errRules is read in order; the first match
 // wins.
 type errRule struct {
@@ -256,7 +235,7 @@ func classifyErr(f errFields) *normalizedErr {
 			break
 		}
 	}
-	n.fe = failure.Error{Class: class, Msg: upstreamErrMessage(class), UpstreamStatus: f.status}
+	n.fe = failure.Error{Class: class, Msg: dialect.UpstreamErrMessage(class), UpstreamStatus: f.status}
 	n.c = errCause{status: f.status, typ: f.typ, code: f.code}
 	n.fe.Cause = &n.c
 	return n
@@ -288,55 +267,6 @@ func errStreamStatus(typ string) int {
 	return 500 // api_error, unknown types, unparsable data
 }
 
-// upstreamErrMessage is the fixed caller-facing message for a class decided from a provider
-// error.
-func upstreamErrMessage(c failure.Class) string {
-	switch c {
-	case failure.ContentPolicy:
-		return "the provider refused the request under its content policy"
-	case failure.ContextOverflow:
-		return "the request exceeds the model's context window"
-	case failure.UpstreamAuth:
-		return "the provider rejected the gateway's credentials or account"
-	case failure.UpstreamRateLimited:
-		return "the provider is rate limiting the gateway"
-	case failure.RequestTooLarge:
-		return "the request is too large for the provider"
-	case failure.UpstreamTimeout:
-		return "the provider did not answer in time"
-	case failure.InvalidRequest:
-		return "the provider rejected the request as invalid"
-	}
-	return "the provider is overloaded or failed"
-}
-
-// defaultErrMessage is the body message for a class when the error carries none.
-func defaultErrMessage(c failure.Class) string {
-	switch c {
-	case failure.InvalidRequest:
-		return "the request is invalid"
-	case failure.Authentication:
-		return "invalid or missing API key"
-	case failure.Permission:
-		return "the API key is not allowed to make this request"
-	case failure.ModelUnavailable:
-		return "the requested model is not available"
-	case failure.RequestTooLarge:
-		return "the request is too large"
-	case failure.InsufficientCredit:
-		return "the API key's budget is exhausted"
-	case failure.RateLimited:
-		return "rate limit exceeded"
-	case failure.UpstreamTruncated:
-		return "the provider stream ended before the response was complete"
-	case failure.GatewayError:
-		return "all deployments cooling down"
-	case failure.Cancelled:
-		return "the request was cancelled"
-	}
-	return upstreamErrMessage(c)
-}
-
 // nativeErrType is the Anthropic-surface error type of a class (R-ERR).
 func nativeErrType(c failure.Class) string {
 	switch c {
@@ -360,7 +290,7 @@ func nativeErrType(c failure.Class) string {
 
 func errBodyFields(fe *failure.Error) (class failure.Class, msg string) {
 	if fe == nil {
-		return failure.UpstreamError, defaultErrMessage(failure.UpstreamError)
+		return failure.UpstreamError, dialect.DefaultErrMessage(failure.UpstreamError)
 	}
 	class = fe.Class
 	if class == "" {
@@ -368,7 +298,7 @@ func errBodyFields(fe *failure.Error) (class failure.Class, msg string) {
 	}
 	msg = fe.Msg
 	if msg == "" {
-		msg = defaultErrMessage(class)
+		msg = dialect.DefaultErrMessage(class)
 	}
 	return class, msg
 }

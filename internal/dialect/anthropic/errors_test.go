@@ -159,7 +159,7 @@ func TestNormalizeError(t *testing.T) {
 			if fe.RetryAfter != tt.retryAfter {
 				t.Errorf("RetryAfter = %v, want %v", fe.RetryAfter, tt.retryAfter)
 			}
-			if fe.Msg == "" || fe.Msg != upstreamErrMessage(tt.class) || fe.Param != "" || fe.Code != "" {
+			if fe.Msg == "" || fe.Msg != dialect.UpstreamErrMessage(tt.class) || fe.Param != "" || fe.Code != "" {
 				t.Errorf("Msg, Param, Code = %q, %q, %q", fe.Msg, fe.Param, fe.Code)
 			}
 			if fe.Cause == nil || !strings.Contains(fe.Cause.Error(), tt.causeHas) {
@@ -339,7 +339,7 @@ func TestAppendErrorBodyEveryClass(t *testing.T) {
 			w := decodeBody(t, []byte(b))
 			wantMsg := strings.ToValidUTF8(msg, "\ufffd")
 			if !withMsg {
-				wantMsg = defaultErrMessage(c)
+				wantMsg = dialect.DefaultErrMessage(c)
 			}
 			if *w.Error.Message != wantMsg || *w.Error.Type != want || *w.Error.ErrorType != string(c) ||
 				*w.RequestID != `req_"42"` {

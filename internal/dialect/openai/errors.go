@@ -151,20 +151,10 @@ func (c *errCause) Error() string {
 		b = append(b, "status "...)
 		b = strconv.AppendInt(b, int64(c.status), 10)
 	}
-	b = appendErrToken(b, " type=", c.typ)
-	b = appendErrToken(b, " code=", c.code)
-	b = appendErrToken(b, " inner=", c.more)
+	b = dialect.AppendErrToken(b, " type=", c.typ)
+	b = dialect.AppendErrToken(b, " code=", c.code)
+	b = dialect.AppendErrToken(b, " inner=", c.more)
 	return string(b)
-}
-
-func appendErrToken(b []byte, key, v string) []byte {
-	if v == "" {
-		return b
-	}
-	if dialect.LooksSecret(v) { // a key echoed in a code never reaches a log
-		v = dialect.RedactedToken
-	}
-	return append(append(b, key...), v...)
 }
 
 func normalizeErr(status int, header func(string) string, body []byte, now func() time.Time) error {
@@ -188,7 +178,7 @@ func readErrFields(status int, body []byte) errFields {
 	}
 	var s string
 	switch {
-	case isJSONObjectStart(body):
+	case dialect.IsJSONObjectStart(body):
 		s = string(body) // one copy; every field below is a view into it
 	case isJSONArrayStart(body):
 		// Google's APIs (Gemini's OpenAI-compatible endpoint among them) can answer a
@@ -298,17 +288,6 @@ func isJSONArrayStart(b []byte) bool {
 	return false
 }
 
-func isJSONObjectStart(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
-	}
-	return false
-}
-
 // errRule maps one upstream error shape to a class. errRules is read in order; the first match wins.
 type errRule struct {
 	class failure.Class
@@ -368,7 +347,7 @@ func classifyErr(f errFields) *normalizedErr {
 			break
 		}
 	}
-	n.fe = failure.Error{Class: class, Msg: upstreamErrMessage(class), UpstreamStatus: f.status}
+	n.fe = failure.Error{Class: class, Msg: dialect.UpstreamErrMessage(class), UpstreamStatus: f.status}
 	n.c = errCause{status: f.status, typ: f.typ, code: f.code, more: f.inner}
 	if class == failure.InvalidRequest {
 		n.fe.Param, n.fe.Code = callerParam(f.param), callerCode(f.code)
@@ -404,54 +383,6 @@ func errStreamStatus(f errFields) int {
 	return 500
 }
 
-// upstreamErrMessage is the fixed caller-facing message for a class decided from a provider error.
-func upstreamErrMessage(c failure.Class) string {
-	switch c {
-	case failure.ContentPolicy:
-		return "the provider refused the request under its content policy"
-	case failure.ContextOverflow:
-		return "the request exceeds the model's context window"
-	case failure.UpstreamAuth:
-		return "the provider rejected the gateway's credentials or account"
-	case failure.UpstreamRateLimited:
-		return "the provider is rate limiting the gateway"
-	case failure.RequestTooLarge:
-		return "the request is too large for the provider"
-	case failure.UpstreamTimeout:
-		return "the provider did not answer in time"
-	case failure.InvalidRequest:
-		return "the provider rejected the request as invalid"
-	}
-	return "the provider is overloaded or failed"
-}
-
-// defaultErrMessage is the body message for a class when the error carries none.
-func defaultErrMessage(c failure.Class) string {
-	switch c {
-	case failure.InvalidRequest:
-		return "the request is invalid"
-	case failure.Authentication:
-		return "invalid or missing API key"
-	case failure.Permission:
-		return "the API key is not allowed to make this request"
-	case failure.ModelUnavailable:
-		return "the requested model is not available"
-	case failure.RequestTooLarge:
-		return "the request is too large"
-	case failure.InsufficientCredit:
-		return "the API key's budget is exhausted"
-	case failure.RateLimited:
-		return "rate limit exceeded"
-	case failure.UpstreamTruncated:
-		return "the provider stream ended before the response was complete"
-	case failure.GatewayError:
-		return "all deployments cooling down"
-	case failure.Cancelled:
-		return "the request was cancelled"
-	}
-	return upstreamErrMessage(c)
-}
-
 // nativeErrType is the OpenAI-surface type and default code of a class (R-ERR; codes of wire.md §5.6).
 func nativeErrType(c failure.Class) (typ, code string) {
 	switch c {
@@ -479,7 +410,7 @@ func nativeErrType(c failure.Class) (typ, code string) {
 
 func errBodyFields(fe *failure.Error) (class failure.Class, msg, param, code string) {
 	if fe == nil {
-		return failure.UpstreamError, defaultErrMessage(failure.UpstreamError), "", ""
+		return failure.UpstreamError, dialect.DefaultErrMessage(failure.UpstreamError), "", ""
 	}
 	class = fe.Class
 	if class == "" {
@@ -487,7 +418,7 @@ func errBodyFields(fe *failure.Error) (class failure.Class, msg, param, code str
 	}
 	msg = fe.Msg
 	if msg == "" {
-		msg = defaultErrMessage(class)
+		msg = dialect.DefaultErrMessage(class)
 	}
 	return class, msg, fe.Param, fe.Code
 }

@@ -171,7 +171,7 @@ func TestNormalizeError(t *testing.T) {
 			if fe.Param != tt.param || fe.Code != tt.code {
 				t.Errorf("param, code = %q, %q, want %q, %q", fe.Param, fe.Code, tt.param, tt.code)
 			}
-			if fe.Msg == "" || fe.Msg != upstreamErrMessage(tt.class) {
+			if fe.Msg == "" || fe.Msg != dialect.UpstreamErrMessage(tt.class) {
 				t.Errorf("Msg = %q, want the fixed message of %s", fe.Msg, tt.class)
 			}
 			if fe.Cause == nil || !strings.Contains(fe.Cause.Error(), tt.causeHas) {
@@ -388,7 +388,7 @@ func TestAppendErrorBodyEveryClass(t *testing.T) {
 			w := decodeBody(t, []byte(b))
 			wantMsg := strings.ToValidUTF8(msg, "\ufffd")
 			if !withMsg {
-				wantMsg = defaultErrMessage(c)
+				wantMsg = dialect.DefaultErrMessage(c)
 			}
 			if *w.Error.Message != wantMsg || *w.Error.Type != want[0] || strOrEmpty(w.Error.Code) != want[1] ||
 				w.Error.Param != nil || *w.Error.Metadata.ErrorType != string(c) || *w.RequestID != `req_"42"` {
