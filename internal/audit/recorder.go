@@ -14,7 +14,7 @@ const (
 	DefaultQueueSize        = 4096
 	DefaultBatchSize        = 1024
 	DefaultFlushInterval    = 100 * time.Millisecond
-	DefaultMaxFlushInterval = time.Second
+	DefaultMaxFlushInterval = time.Second // 10 × DefaultFlushInterval
 	DefaultDrainTimeout     = 5 * time.Second
 )
 
@@ -54,8 +54,8 @@ type Options struct {
 	// write of at least 64 records the window doubles, up to it, and after one of fewer than
 	// 32 it halves, down to FlushInterval (issue 27: fewer, larger commits write fewer pages
 	// per record; Lookup answers from the queue meanwhile, and no request waits for a commit).
-	// Zero or negative means DefaultMaxFlushInterval (1 s); below FlushInterval it is
-	// FlushInterval.
+	// Zero or negative means 10 × FlushInterval (DefaultMaxFlushInterval, 1 s, with the
+	// default FlushInterval); below FlushInterval it is FlushInterval.
 	MaxFlushInterval time.Duration
 	// DrainTimeout bounds the final flush when Run's context is done, and a store write still
 	// in flight then. Zero or negative means DefaultDrainTimeout (5 s).
@@ -114,7 +114,7 @@ func NewRecorder(st Store, o Options) *Recorder {
 		o.FlushInterval = DefaultFlushInterval
 	}
 	if o.MaxFlushInterval <= 0 {
-		o.MaxFlushInterval = DefaultMaxFlushInterval
+		o.MaxFlushInterval = 10 * o.FlushInterval
 	}
 	o.MaxFlushInterval = max(o.MaxFlushInterval, o.FlushInterval)
 	if o.DrainTimeout <= 0 {
