@@ -14,9 +14,10 @@ const (
 	DefaultLedgerQueueSize     = 65536
 	DefaultLedgerBatchSize     = 4096
 	DefaultLedgerFlushInterval = 100 * time.Millisecond
-	// DefaultLedgerMaxFlushInterval is the longest the commit window grows to under load:
-	// 4 × DefaultLedgerFlushInterval.
-	DefaultLedgerMaxFlushInterval = 400 * time.Millisecond
+	// DefaultLedgerMaxFlushInterval is the longest the commit window grows to under load by
+	// default: DefaultLedgerFlushInterval, a window that does not grow (see
+	// WriterOptions.MaxFlushInterval).
+	DefaultLedgerMaxFlushInterval = DefaultLedgerFlushInterval
 	DefaultLedgerDrainTimeout     = 10 * time.Second
 )
 
@@ -40,8 +41,11 @@ type WriterOptions struct {
 	// ledger's B-trees whole, so fewer, larger commits write fewer bytes per entry). No request
 	// waits for it: Secure appends to the journal, or wakes the writer at once (no Journal), as
 	// Flush and a full batch do. It also bounds the settles a crash leaves to the reconciliation.
-	// Zero or negative is 4 × FlushInterval (DefaultLedgerMaxFlushInterval, 400 ms, with the
-	// default FlushInterval); below FlushInterval it is FlushInterval.
+	// Zero or negative is FlushInterval: the window does not grow. Not the default yet: with a
+	// 400 ms window TestBillingBurst/sqlite saw a prepaid account overspend by more than one
+	// reserve in 2 runs of 6 (never with 100 ms), a race between the balance's reseed and the
+	// settles queued that a longer window exposes, not yet found. Below FlushInterval it is
+	// FlushInterval.
 	MaxFlushInterval time.Duration
 	// DrainTimeout bounds the final writes when Run's context is done; zero or negative is
 	// DefaultLedgerDrainTimeout (10 s).
@@ -152,7 +156,7 @@ func NewWriter(st Store, o WriterOptions) *Writer {
 		o.FlushInterval = DefaultLedgerFlushInterval
 	}
 	if o.MaxFlushInterval <= 0 {
-		o.MaxFlushInterval = 4 * o.FlushInterval
+		o.MaxFlushInterval = o.FlushInterval
 	}
 	o.MaxFlushInterval = max(o.MaxFlushInterval, o.FlushInterval)
 	if o.DrainTimeout <= 0 {

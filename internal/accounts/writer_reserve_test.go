@@ -95,7 +95,7 @@ func TestWriterAppendWait(t *testing.T) {
 // WindowGrowBatch entries, up to MaxFlushInterval, and halves after one of fewer than half of
 // it, down to FlushInterval (issue 27).
 func TestWriterNextWindow(t *testing.T) {
-	const lo, hi = accounts.DefaultLedgerFlushInterval, accounts.DefaultLedgerMaxFlushInterval
+	const lo, hi = accounts.DefaultLedgerFlushInterval, 4 * accounts.DefaultLedgerFlushInterval
 	g := accounts.WindowGrowBatch
 	steps := []struct {
 		n    int
