@@ -90,3 +90,21 @@ func TestWriterAppendWait(t *testing.T) {
 		t.Errorf("AppendWait on a full queue = %v, want ErrLedgerDropped", err)
 	}
 }
+
+// TestWriterNextWindow: the ledger's commit window doubles after a timed write of at least
+// WindowGrowBatch entries, up to MaxFlushInterval, and halves after one of fewer than half of
+// it, down to FlushInterval (issue 27).
+func TestWriterNextWindow(t *testing.T) {
+	const lo, hi = accounts.DefaultLedgerFlushInterval, 4 * accounts.DefaultLedgerFlushInterval
+	g := accounts.WindowGrowBatch
+	steps := []struct {
+		n    int
+		want time.Duration
+	}{{g, 2 * lo}, {5 * g, 4 * lo}, {g, hi}, {g, hi}, {g - 1, hi}, {0, hi / 2}, {g/2 - 1, lo}, {0, lo}}
+	w := lo
+	for i, s := range steps {
+		if w = accounts.NextWindow(w, lo, hi, s.n, g); w != s.want {
+			t.Fatalf("step %d (n=%d): window %v, want %v", i, s.n, w, s.want)
+		}
+	}
+}

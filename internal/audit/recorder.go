@@ -11,11 +11,31 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultQueueSize     = 4096
-	DefaultBatchSize     = 256
-	DefaultFlushInterval = 100 * time.Millisecond
-	DefaultDrainTimeout  = 5 * time.Second
+	DefaultQueueSize        = 4096
+	DefaultBatchSize        = 1024
+	DefaultFlushInterval    = 100 * time.Millisecond
+	DefaultMaxFlushInterval = time.Second // 10 × DefaultFlushInterval
+	DefaultDrainTimeout     = 5 * time.Second
 )
+
+// windowGrowBatch is the batch, records, from which a timed write doubles the commit window
+// (Options.MaxFlushInterval): below it the store's per-commit cost (each B-tree's last pages
+// rewritten whole) is paid by few records either way, and a short window keeps the call log
+// fresh; above it a longer window makes fewer, larger commits (issue 27).
+const windowGrowBatch = 64
+
+// nextWindow is the commit window after a timed write of n entries in window w: doubled (at
+// most hi) when n >= grow, halved (at least lo) when n < grow/2, else w. The window grows with
+// the load and shrinks back when it falls; no request waits for it (writers are queues).
+func nextWindow(w, lo, hi time.Duration, n, grow int) time.Duration {
+	switch {
+	case n >= grow:
+		return min(2*w, hi)
+	case n < grow/2:
+		return max(w/2, lo)
+	}
+	return w
+}
 
 // Options configure a Recorder. The zero value gives the defaults.
 type Options struct {
@@ -23,12 +43,20 @@ type Options struct {
 	// is dropped. Zero or negative means DefaultQueueSize (4096). At most QueueSize records
 	// are queued plus BatchSize in flight.
 	QueueSize int
-	// BatchSize is the most records written in one store transaction. Zero or negative means
-	// DefaultBatchSize (256).
+	// BatchSize is the most records written in one store transaction; a full batch is written
+	// at once. Zero or negative means DefaultBatchSize (1024).
 	BatchSize int
-	// FlushInterval is the longest a record waits before its batch is written, unless the
-	// store is slower than that. Zero or negative means DefaultFlushInterval (100 ms).
+	// FlushInterval is the commit window at low load: the longest a record waits before its
+	// batch is written, unless the store is slower than that. Zero or negative means
+	// DefaultFlushInterval (100 ms).
 	FlushInterval time.Duration
+	// MaxFlushInterval is the longest the commit window grows to under load: after a timed
+	// write of at least 64 records the window doubles, up to it, and after one of fewer than
+	// 32 it halves, down to FlushInterval (issue 27: fewer, larger commits write fewer pages
+	// per record; Lookup answers from the queue meanwhile, and no request waits for a commit).
+	// Zero or negative means 10 × FlushInterval (DefaultMaxFlushInterval, 1 s, with the
+	// default FlushInterval); below FlushInterval it is FlushInterval.
+	MaxFlushInterval time.Duration
 	// DrainTimeout bounds the final flush when Run's context is done, and a store write still
 	// in flight then. Zero or negative means DefaultDrainTimeout (5 s).
 	DrainTimeout time.Duration
@@ -45,6 +73,7 @@ type Recorder struct {
 	queueSize    int
 	batchSize    int
 	flushEvery   time.Duration
+	maxFlush     time.Duration
 	drainTimeout time.Duration
 	logf         func(string, ...any)
 
@@ -84,6 +113,10 @@ func NewRecorder(st Store, o Options) *Recorder {
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = DefaultFlushInterval
 	}
+	if o.MaxFlushInterval <= 0 {
+		o.MaxFlushInterval = 10 * o.FlushInterval
+	}
+	o.MaxFlushInterval = max(o.MaxFlushInterval, o.FlushInterval)
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout
 	}
@@ -95,6 +128,7 @@ func NewRecorder(st Store, o Options) *Recorder {
 		queueSize:    o.QueueSize,
 		batchSize:    o.BatchSize,
 		flushEvery:   o.FlushInterval,
+		maxFlush:     o.MaxFlushInterval,
 		drainTimeout: o.DrainTimeout,
 		logf:         o.Logf,
 		kickc:        make(chan struct{}, 1),
@@ -213,19 +247,32 @@ func (r *Recorder) Run(ctx context.Context) error {
 		wcancel()
 	}()
 
-	tick := time.NewTicker(r.flushEvery)
+	window := r.flushEvery
+	tick := time.NewTimer(window)
 	defer tick.Stop()
 	for {
+		timed := false
 		select {
 		case <-ctx.Done():
 			return r.drain(wctx)
 		case <-tick.C:
+			timed = true
 			r.mu.Lock()
 			r.flushTo = max(r.flushTo, r.enqueued)
 			r.mu.Unlock()
 		case <-r.kickc:
 		}
-		for ctx.Err() == nil && r.writeBatch(wctx) {
+		n := 0
+		for ctx.Err() == nil {
+			k := r.writeBatch(wctx)
+			if k == 0 {
+				break
+			}
+			n += k
+		}
+		if timed {
+			window = nextWindow(window, r.flushEvery, r.maxFlush, n, windowGrowBatch)
+			tick.Reset(window)
 		}
 		r.logLosses(false)
 	}
@@ -237,7 +284,7 @@ func (r *Recorder) drain(wctx context.Context) error {
 	r.mu.Lock()
 	r.flushTo = r.enqueued
 	r.mu.Unlock()
-	for wctx.Err() == nil && r.writeBatch(wctx) {
+	for wctx.Err() == nil && r.writeBatch(wctx) > 0 {
 	}
 	r.logLosses(true)
 	var err error
@@ -257,15 +304,15 @@ func (r *Recorder) drain(wctx context.Context) error {
 }
 
 // writeBatch writes the oldest queued records, up to BatchSize, in one store call: a full
-// batch, or a partial one when a tick or Flush asked for its records (flushTo). It reports
-// whether it wrote.
-func (r *Recorder) writeBatch(wctx context.Context) bool {
+// batch, or a partial one when a tick or Flush asked for its records (flushTo). It returns how
+// many records it wrote (or lost to a store error), 0 when it wrote nothing.
+func (r *Recorder) writeBatch(wctx context.Context) int {
 	r.mu.Lock()
 	n := min(len(r.queue), r.batchSize)
 	head := r.enqueued - uint64(len(r.queue)) + 1 // sequence number of queue[0]
 	if n == 0 || (n < r.batchSize && head > r.flushTo) {
 		r.mu.Unlock()
-		return false
+		return 0
 	}
 	r.batch = append(r.batch[:0], r.queue[:n]...)
 	rest := copy(r.queue, r.queue[n:])
@@ -288,7 +335,7 @@ func (r *Recorder) writeBatch(wctx context.Context) bool {
 	r.advance(last)
 	r.mu.Unlock()
 	clear(r.batch)
-	return true
+	return n
 }
 
 // forget removes rec from pending unless a later record with the same id replaced it there.
