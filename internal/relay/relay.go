@@ -906,7 +906,7 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 		}
 	}
 	r.res.Usage = u
-	r.a.Tokens = audit.Tokens{Input: u.Input, Cached: u.Cached, CacheWrite: u.CacheWrite, Output: u.Output, Reasoning: u.Reasoning}
+	r.a.Tokens = audit.Tokens{Input: u.Input, Cached: u.Cached, CacheWrite: u.CacheWrite, Output: u.Output, Reasoning: u.Reasoning, WebSearchRequests: u.WebSearchRequests}
 	if r.price != nil && r.a.Price != nil {
 		var rates catalog.Rates
 		r.a.CostUSD, rates = costUSD(u, r.price)
@@ -927,7 +927,7 @@ const MaxUsageTokens = 1 << 40
 
 // saturateUsage clamps every count of u to [0, MaxUsageTokens].
 func saturateUsage(u dialect.Usage) dialect.Usage {
-	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.CacheWrite1h, &u.Output, &u.Reasoning} {
+	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.CacheWrite1h, &u.Output, &u.Reasoning, &u.WebSearchRequests} {
 		*v = min(max(*v, 0), MaxUsageTokens)
 	}
 	return u
@@ -969,7 +969,7 @@ func fillSnapshot(s *audit.PriceSnapshot, p *catalog.Price, r catalog.Rates) {
 	}
 	*s = audit.PriceSnapshot{InputPerMTokUSD: r.Input, OutputPerMTokUSD: r.Output, PerImageUSD: p.PerImageUSD,
 		CacheReadPerMTokUSD: r.CacheRead, CacheWritePerMTokUSD: r.CacheWrite, CacheWrite1hPerMTokUSD: r.CacheWrite1h,
-		TierAboveInputTokens: r.Tier, Source: src}
+		TierAboveInputTokens: r.Tier, Source: src, WebSearchUSD: r.WebSearch}
 }
 
 // costUSD is the cost of usage u at price p (contract.md "Additions pinned in round 4"), in
@@ -977,14 +977,14 @@ func fillSnapshot(s *audit.PriceSnapshot, p *catalog.Price, r catalog.Rates) {
 // the audit's cost_usd and the ledger's agree. Each count is billed at its own price: uncached
 // input at input, cache reads at cache_read, cache writes at cache_write (one-hour writes at
 // cache_write_1h), output at output, all at the long-context tier the attempt's total input
-// reaches (the rates returned). A nil p costs 0.
+// reaches (the rates returned), and web searches at web_search each. A nil p costs 0.
 func costUSD(u dialect.Usage, p *catalog.Price) (float64, catalog.Rates) {
 	if p == nil {
 		return 0, catalog.Rates{}
 	}
 	// Each count converted on its own (saturateUsage bounds them): no sum can wrap.
 	r := p.Rates(u.Input + u.Cached + u.CacheWrite)
-	micro := r.MicroUSD(u.Input, u.Cached, u.CacheWrite, u.CacheWrite1h, u.Output)
+	micro := r.MicroUSD(u.Input, u.Cached, u.CacheWrite, u.CacheWrite1h, u.Output) + r.WebSearchMicroUSD(u.WebSearchRequests)
 	return math.Round(micro) / 1e6, r
 }
 
