@@ -37,12 +37,16 @@ const (
 
 // Tokens are the raw token counts of one attempt in the canonical additive form of
 // dialect.Usage: the prompt is Input + Cached + CacheWrite; Reasoning is a subset of Output.
+// WebSearchRequests is not tokens: the count of web searches the provider ran and reported,
+// billed per call (docs/pricing.md "Server-tool calls"); left out of the JSON when 0.
 type Tokens struct {
 	Input      int64 `json:"input"`
 	Cached     int64 `json:"cached"`
 	CacheWrite int64 `json:"cache_write"`
 	Output     int64 `json:"output"`
 	Reasoning  int64 `json:"reasoning"`
+	// WebSearchRequests: see the type's comment.
+	WebSearchRequests int64 `json:"web_search_requests,omitempty"`
 }
 
 // PriceSnapshot is the price an attempt was billed at, in USD per million tokens, as it was
@@ -54,6 +58,9 @@ type PriceSnapshot struct {
 	OutputPerMTokUSD float64 `json:"output"`
 	// PerImageUSD is USD per image returned (the images endpoints); 0 when the price has none.
 	PerImageUSD float64 `json:"image,omitempty"`
+	// WebSearchUSD is USD per web search the provider ran (docs/pricing.md "Server-tool
+	// calls"); 0 when the price has none.
+	WebSearchUSD float64 `json:"web_search,omitempty"`
 	// CacheReadPerMTokUSD, CacheWritePerMTokUSD and CacheWrite1hPerMTokUSD are the cache
 	// prices billed (the input price, or the cache-write price, where the price lists none).
 	CacheReadPerMTokUSD    float64 `json:"cache_read"`
@@ -72,17 +79,19 @@ type PriceSnapshot struct {
 }
 
 // CostLine is one term of an attempt's cost: Count tokens of Kind ("input" (uncached),
-// "cache_read", "cache_write", "cache_write_1h", "output") at PerMTokUSD, costing USD (not
-// rounded; the attempt's cost_usd is the sum rounded to the micro-USD).
+// "cache_read", "cache_write", "cache_write_1h", "output") at PerMTokUSD, or Count calls of
+// Kind "web_search" at PerCallUSD (USD per call; PerMTokUSD 0), costing USD (not rounded; the
+// attempt's cost_usd is the sum rounded to the micro-USD).
 type CostLine struct {
 	Kind       string  `json:"kind"`
 	Count      int64   `json:"count"`
 	PerMTokUSD float64 `json:"usd_per_mtok"`
+	PerCallUSD float64 `json:"usd_per_call,omitempty"`
 	USD        float64 `json:"usd"`
 }
 
 // CostLines is the cost breakdown of tokens at p: one line per non-zero count, in the order
-// input, cache_read, cache_write, cache_write_1h, output; nil for a nil p.
+// input, cache_read, cache_write, cache_write_1h, output, web_search; nil for a nil p.
 func CostLines(t Tokens, p *PriceSnapshot) []CostLine {
 	if p == nil {
 		return nil
@@ -100,6 +109,9 @@ func CostLines(t Tokens, p *PriceSnapshot) []CostLine {
 			l.USD = float64(l.Count) * l.PerMTokUSD / 1e6
 			out = append(out, l)
 		}
+	}
+	if n := t.WebSearchRequests; n > 0 {
+		out = append(out, CostLine{Kind: "web_search", Count: n, PerCallUSD: p.WebSearchUSD, USD: float64(n) * p.WebSearchUSD})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -147,3 +148,32 @@ func TestAdmissionEventsBounded(t *testing.T) {
 }
 
 var sink int
+
+// TestCostLinesWebSearch: web searches are a cost line of their own, after the token lines:
+// the count at the price per call (docs/pricing.md "Server-tool calls"), shown even at no price
+// (so that an unbilled search is visible); the tokens carry the count only when there is one.
+func TestCostLinesWebSearch(t *testing.T) {
+	p := &PriceSnapshot{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, CacheReadPerMTokUSD: 3, CacheWritePerMTokUSD: 3, CacheWrite1hPerMTokUSD: 3, WebSearchUSD: 0.01}
+	got := CostLines(Tokens{Input: 1000, Output: 100, WebSearchRequests: 3}, p)
+	want := []CostLine{{Kind: "input", Count: 1000, PerMTokUSD: 3, USD: 0.003}, {Kind: "output", Count: 100, PerMTokUSD: 15, USD: 0.0015},
+		{Kind: "web_search", Count: 3, PerCallUSD: 0.01, USD: 0.03}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lines %+v, want %+v", got, want)
+	}
+	p.WebSearchUSD = 0
+	if got := CostLines(Tokens{WebSearchRequests: 2}, p); len(got) != 1 || got[0] != (CostLine{Kind: "web_search", Count: 2}) {
+		t.Errorf("unpriced searches: %+v", got)
+	}
+	for tk, want := range map[Tokens]string{
+		{Input: 1}:                       `{"input":1,"cached":0,"cache_write":0,"output":0,"reasoning":0}`,
+		{Input: 1, WebSearchRequests: 2}: `{"input":1,"cached":0,"cache_write":0,"output":0,"reasoning":0,"web_search_requests":2}`,
+	} {
+		if b, _ := json.Marshal(tk); string(b) != want {
+			t.Errorf("tokens JSON %s, want %s", b, want)
+		}
+	}
+	b, _ := json.Marshal(CostLine{Kind: "web_search", Count: 2, PerCallUSD: 0.01, USD: 0.02})
+	if string(b) != `{"kind":"web_search","count":2,"usd_per_mtok":0,"usd_per_call":0.01,"usd":0.02}` {
+		t.Errorf("line JSON %s", b)
+	}
+}

@@ -8,15 +8,19 @@ import (
 	"github.com/switchyard-gw/switchyard/internal/pricedata"
 )
 
-// Price is a listed price in USD per million tokens, and in USD per image returned by the
-// images endpoints (0: images are billed by their tokens only), as contract.md "Additions
-// pinned in round 4" defines it: a nil CacheRead or CacheWrite bills those tokens at the
+// Price is a listed price in USD per million tokens, in USD per image returned by the images
+// endpoints (0: images are billed by their tokens only), and in USD per server-side web search
+// (0: not billed per call), as contract.md "Additions pinned in round 4" and docs/pricing.md
+// define it: a nil CacheRead or CacheWrite bills those tokens at the
 // input price, a nil CacheWrite1h at the cache-write price, and Tiers price every token of an
 // attempt whose total input is above a threshold. Use Rates for the prices in force.
 type Price struct {
 	InputPerMTokUSD  float64
 	OutputPerMTokUSD float64
 	PerImageUSD      float64
+	// PerWebSearchUSD is USD per web search the provider ran and reported
+	// (dialect.Usage.WebSearchRequests; docs/pricing.md "Server-tool calls"); tiers leave it.
+	PerWebSearchUSD float64
 	// CacheReadPerMTokUSD, CacheWritePerMTokUSD and CacheWrite1hPerMTokUSD are the cache
 	// prices; nil means not listed (the defaults above).
 	CacheReadPerMTokUSD    *float64
@@ -46,9 +50,11 @@ const (
 )
 
 // Rates are the per-token prices in force for one attempt, in USD per million tokens, every
-// default resolved. Tier is the AboveInputTokens of the tier applied, 0 for the base price.
+// default resolved, and WebSearch in USD per web search. Tier is the AboveInputTokens of the
+// tier applied, 0 for the base price.
 type Rates struct {
 	Input, Output, CacheRead, CacheWrite, CacheWrite1h float64
+	WebSearch                                          float64
 	Tier                                               int64
 }
 
@@ -59,7 +65,7 @@ func (p *Price) Rates(inputTokens int64) Rates {
 	if p == nil {
 		return Rates{}
 	}
-	r := Rates{Input: p.InputPerMTokUSD, Output: p.OutputPerMTokUSD}
+	r := Rates{Input: p.InputPerMTokUSD, Output: p.OutputPerMTokUSD, WebSearch: p.PerWebSearchUSD}
 	read, write, write1h := p.CacheReadPerMTokUSD, p.CacheWritePerMTokUSD, p.CacheWrite1hPerMTokUSD
 	for i := len(p.Tiers) - 1; i >= 0; i-- {
 		t := &p.Tiers[i]
@@ -111,12 +117,17 @@ func (r Rates) MicroUSD(input, read, write, write1h, output int64) float64 {
 		float64(write1h)*r.CacheWrite1h + float64(output)*r.Output
 }
 
+// WebSearchMicroUSD is the cost of calls web searches at r, in micro-USD, not rounded.
+func (r Rates) WebSearchMicroUSD(calls int64) float64 {
+	return float64(calls) * r.WebSearch * 1e6
+}
+
 // configPrice converts a configured price (source config); nil stays nil.
 func configPrice(p *config.Price) *Price {
 	if p == nil {
 		return nil
 	}
-	out := &Price{InputPerMTokUSD: p.Input, OutputPerMTokUSD: p.Output, PerImageUSD: p.Image,
+	out := &Price{InputPerMTokUSD: p.Input, OutputPerMTokUSD: p.Output, PerImageUSD: p.Image, PerWebSearchUSD: p.WebSearch,
 		CacheReadPerMTokUSD: p.CacheRead, CacheWritePerMTokUSD: p.CacheWrite, CacheWrite1hPerMTokUSD: p.CacheWrite1h,
 		Source: PriceFromConfig}
 	for _, t := range p.Tiers {
@@ -138,6 +149,7 @@ func catalogPrice(e pricedata.Entry) *Price {
 		Source: PriceFromCatalog, CatalogModel: e.ModelID}
 	pick(&out.InputPerMTokUSD, p.Input)
 	pick(&out.OutputPerMTokUSD, p.Output)
+	pick(&out.PerWebSearchUSD, p.WebSearch)
 	for _, t := range p.Tiers {
 		out.Tiers = append(out.Tiers, PriceTier{AboveInputTokens: t.AboveInputTokens, Input: t.Input, Output: t.Output,
 			CacheRead: t.CacheRead, CacheWrite: t.CacheWrite, CacheWrite1h: t.CacheWrite1h})

@@ -53,13 +53,14 @@ deployments:
 func TestCatalogPrices(t *testing.T) {
 	c := mustNew(t, unpricedConfig(t, ""))
 	for _, tc := range []struct {
-		dep, model               string
-		in, out, read, write, w1 float64
-		window                   int
+		dep, model                   string
+		in, out, read, write, w1, ws float64
+		window                       int
 	}{
-		{"anthropic", "claude-sonnet-4-5", 3, 15, 0.3, 3.75, 6, 200000},
-		{"bedrock", "claude-sonnet-4-5", 3, 15, 0.3, 3.75, 3.75, 200000},
-		{"openai", "gpt-4o-mini", 0.15, 0.6, 0.075, 0.15, 0.15, 128000},
+		// web_search: USD per search (genai-prices' web_searches_kcount / 1,000); Bedrock lists none.
+		{"anthropic", "claude-sonnet-4-5", 3, 15, 0.3, 3.75, 6, 0.01, 200000},
+		{"bedrock", "claude-sonnet-4-5", 3, 15, 0.3, 3.75, 3.75, 0, 200000},
+		{"openai", "gpt-4o-mini", 0.15, 0.6, 0.075, 0.15, 0.15, 0.01, 128000},
 	} {
 		r := c.Deployment(tc.dep).route(tc.model)
 		if r.PriceSource() != PriceFromCatalog || r.ContextWindowSource != PriceFromCatalog || r.ContextWindowTokens != tc.window {
@@ -67,7 +68,7 @@ func TestCatalogPrices(t *testing.T) {
 			continue
 		}
 		got := r.Price.Rates(1000)
-		want := Rates{Input: tc.in, Output: tc.out, CacheRead: tc.read, CacheWrite: tc.write, CacheWrite1h: tc.w1}
+		want := Rates{Input: tc.in, Output: tc.out, CacheRead: tc.read, CacheWrite: tc.write, CacheWrite1h: tc.w1, WebSearch: tc.ws}
 		if got != want {
 			t.Errorf("%s %s: rates %+v, want %+v", tc.dep, tc.model, got, want)
 		}
@@ -158,14 +159,14 @@ func TestRatesDefaults(t *testing.T) {
 		t.Errorf("no cache prices: %+v", r)
 	}
 	p = &Price{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, CacheReadPerMTokUSD: f(0.3), CacheWritePerMTokUSD: f(3.75), CacheWrite1hPerMTokUSD: f(6),
-		Tiers: []PriceTier{{AboveInputTokens: 100, Output: f(20)}, {AboveInputTokens: 1000, Input: f(6), CacheWrite: f(7.5)}}}
+		PerWebSearchUSD: 0.01, Tiers: []PriceTier{{AboveInputTokens: 100, Output: f(20)}, {AboveInputTokens: 1000, Input: f(6), CacheWrite: f(7.5)}}}
 	for _, tc := range []struct {
 		in   int64
 		want Rates
-	}{
-		{100, Rates{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, CacheWrite1h: 6}},
-		{101, Rates{Input: 3, Output: 20, CacheRead: 0.3, CacheWrite: 3.75, CacheWrite1h: 6, Tier: 100}},
-		{1001, Rates{Input: 6, Output: 15, CacheRead: 0.3, CacheWrite: 7.5, CacheWrite1h: 6, Tier: 1000}},
+	}{ // the web search price is per call: every tier keeps it
+		{100, Rates{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, CacheWrite1h: 6, WebSearch: 0.01}},
+		{101, Rates{Input: 3, Output: 20, CacheRead: 0.3, CacheWrite: 3.75, CacheWrite1h: 6, WebSearch: 0.01, Tier: 100}},
+		{1001, Rates{Input: 6, Output: 15, CacheRead: 0.3, CacheWrite: 7.5, CacheWrite1h: 6, WebSearch: 0.01, Tier: 1000}},
 	} {
 		if r := p.Rates(tc.in); r != tc.want {
 			t.Errorf("Rates(%d) = %+v, want %+v", tc.in, r, tc.want)

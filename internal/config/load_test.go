@@ -201,6 +201,8 @@ func TestValidateRules(t *testing.T) {
 		{"cooldown zero", "routing:\n  circuit:\n    cooldown: 0s\n", 3, `routing.circuit.cooldown: must be > 0`},
 		{"failures negative", "routing:\n  circuit:\n    failures: -1\n", 3, `routing.circuit.failures: must be >= 1, got -1`},
 		{"weight inf", "models: [{id: m}]\ndeployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - {model: m, weight: .inf}\n", 7, `weight: must be a finite number > 0, got +Inf`},
+		{"web_search price negative", "models: [{id: m}]\ndeployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - {model: m, price: {input: 1, output: 1, web_search: -0.01}}\n", 7, `routes[0].price.web_search: must be a finite number >= 0, got -0.01`},
+		{"web_search price on a model", "models:\n- id: m\n  price: {input: 1, output: 1, web_search: .nan}\n", 3, `models[0].price.web_search: must be a finite number >= 0, got NaN`},
 		{"snapshot key not a date", "models: [{id: m}]\ndeployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - model: m\n    upstream_snapshots: {\"2025-13-01\": x}\n", 8, `"2025-13-01" is not a snapshot date`},
 		{"snapshot date twice", "models: [{id: m}]\ndeployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - model: m\n    upstream_snapshots: {\"2025-09-29\": x, \"20250929\": x}\n", 8, `names the same date as`},
 		{"snapshot pattern without date", "models: [{id: m}]\ndeployments:\n- name: d\n  dialect: openai\n  base_url: http://h\n  routes:\n  - model: m\n    upstream_snapshot_pattern: m-v1\n", 8, `upstream_snapshot_pattern: must hold {date} exactly once`},

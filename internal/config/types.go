@@ -150,10 +150,11 @@ type Circuit struct {
 	Cooldown Duration `yaml:"cooldown"`
 }
 
-// Price is USD per million tokens, and USD per image returned by the images endpoints
-// (contract.md "Additions pinned in round 4"; docs/pricing.md). The cost of an attempt is
-// uncached input x Input + cache reads x CacheRead + cache writes x CacheWrite (one-hour writes
-// x CacheWrite1h) + output x Output (+ images x Image).
+// Price is USD per million tokens, USD per image returned by the images endpoints, and USD per
+// server-side web search (contract.md "Additions pinned in round 4"; docs/pricing.md). The cost
+// of an attempt is uncached input x Input + cache reads x CacheRead + cache writes x CacheWrite
+// (one-hour writes x CacheWrite1h) + output x Output (+ images x Image) (+ web searches x
+// WebSearch).
 type Price struct {
 	Input  float64 `yaml:"input"`
 	Output float64 `yaml:"output"`
@@ -161,6 +162,10 @@ type Price struct {
 	// whose provider bills by the image and reports no token usage (dall-e-3); 0 bills tokens
 	// only.
 	Image float64 `yaml:"image"`
+	// WebSearch is USD per web search the provider ran and reported (Anthropic's web search
+	// server tool, the Responses API's web_search tool; docs/pricing.md "Server-tool calls"):
+	// Anthropic's and OpenAI's 10 USD per 1,000 searches is 0.01. 0 bills none; tiers leave it.
+	WebSearch float64 `yaml:"web_search"`
 	// CacheRead is USD per million cache-read input tokens; nil (left out) bills them at Input.
 	CacheRead *float64 `yaml:"cache_read"`
 	// CacheWrite is USD per million cache-write input tokens (Anthropic's 5-minute writes);

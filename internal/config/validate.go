@@ -222,6 +222,7 @@ func (v *validator) price(path string, p *Price) {
 	v.nonNegative(path+".input", p.Input)
 	v.nonNegative(path+".output", p.Output)
 	v.nonNegative(path+".image", p.Image)
+	v.nonNegative(path+".web_search", p.WebSearch)
 	v.optPrice(path+".cache_read", p.CacheRead)
 	v.optPrice(path+".cache_write", p.CacheWrite)
 	v.optPrice(path+".cache_write_1h", p.CacheWrite1h)

@@ -28,7 +28,9 @@ type answer struct {
 	// cacheWrite and cacheWrite1h are the cache writes reported (Behavior.Usage; Anthropic
 	// only), included in promptTokens.
 	cacheWrite, cacheWrite1h int
-	includeUsage             bool // OpenAI stream_options.include_usage
+	// webSearches is the web searches reported (Behavior.Usage; Anthropic only).
+	webSearches  int
+	includeUsage bool // OpenAI stream_options.include_usage
 	// hosted puts a completed web_search_call item before the answer (Responses API only,
 	// Behavior.HostedToolCall).
 	hosted bool
@@ -41,6 +43,7 @@ func (a *answer) scriptUsage(u *ScriptedUsage) {
 	}
 	a.promptTokens = u.Input + u.CacheRead + u.CacheWrite
 	a.cachedTokens, a.cacheWrite, a.cacheWrite1h, a.outputTokens = u.CacheRead, u.CacheWrite, u.CacheWrite1h, u.Output
+	a.webSearches = u.WebSearchRequests
 }
 
 // toolCall is one tool call of an answer.

@@ -29,6 +29,10 @@ type (
 		CacheReadInputTokens     int              `json:"cache_read_input_tokens"`
 		CacheCreation            *anCacheCreation `json:"cache_creation,omitempty"`
 		OutputTokens             int              `json:"output_tokens"`
+		ServerToolUse            *anServerToolUse `json:"server_tool_use,omitempty"`
+	}
+	anServerToolUse struct {
+		WebSearchRequests int `json:"web_search_requests"`
 	}
 	anCacheCreation struct {
 		Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
@@ -67,7 +71,8 @@ type (
 		StopSequence *string `json:"stop_sequence"`
 	}
 	anOutputUsage struct {
-		OutputTokens int `json:"output_tokens"`
+		OutputTokens  int              `json:"output_tokens"`
+		ServerToolUse *anServerToolUse `json:"server_tool_use,omitempty"`
 	}
 	anType struct {
 		Type string `json:"type"`
@@ -82,6 +87,15 @@ func (a *answer) anUsage(output int) anUsage {
 		u.CacheCreation = &anCacheCreation{Ephemeral5m: a.cacheWrite - a.cacheWrite1h, Ephemeral1h: a.cacheWrite1h}
 	}
 	return u
+}
+
+// anServerToolUse is the server_tool_use of a's final usage (the message, the stream's
+// message_delta; message_start has none); nil without web searches.
+func (a *answer) anServerToolUse() *anServerToolUse {
+	if a.webSearches == 0 {
+		return nil
+	}
+	return &anServerToolUse{WebSearchRequests: a.webSearches}
 }
 
 // stopReason is the Anthropic stop_reason of a.
@@ -130,7 +144,7 @@ func anthropicFrames(a *answer) frames {
 		add("content_block_stop", anBlockStop{Type: "content_block_stop", Index: i}, false)
 	}
 	add("message_delta", anMessageDelta{Type: "message_delta", Delta: anStopDelta{StopReason: a.stopReason()},
-		Usage: anOutputUsage{OutputTokens: a.outputTokens}}, false)
+		Usage: anOutputUsage{OutputTokens: a.outputTokens, ServerToolUse: a.anServerToolUse()}}, false)
 	add("message_stop", anType{Type: "message_stop"}, false)
 	return fs
 }
@@ -140,6 +154,7 @@ func anthropicMessage(a *answer) []byte {
 	stop := a.stopReason()
 	m := anMessage{ID: a.id, Type: "message", Role: "assistant", Model: a.model, StopReason: &stop,
 		Usage: a.anUsage(a.outputTokens)}
+	m.Usage.ServerToolUse = a.anServerToolUse()
 	if len(a.calls) == 0 {
 		m.Content = []anBlock{{Type: "text", Text: &a.text}}
 	}

@@ -122,7 +122,8 @@ type Behavior struct {
 	// CacheRead (OpenAI prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens),
 	// cache writes CacheWrite (Anthropic cache_creation_input_tokens, with cache_creation's
 	// ephemeral_1h_input_tokens CacheWrite1h and ephemeral_5m_input_tokens the rest; OpenAI
-	// reports none), output tokens Output. CachedTokens is ignored then.
+	// reports none), output tokens Output, and Anthropic's server_tool_use.web_search_requests
+	// WebSearchRequests (OpenAI chat reports none). CachedTokens is ignored then.
 	Usage *ScriptedUsage
 	// KeepAlive interleaves the SSE comment line ": keep-alive" between stream frames.
 	KeepAlive bool
@@ -230,11 +231,14 @@ type ScriptedUsage struct {
 	CacheWrite   int `json:"cache_write"`    // all cache writes, the one-hour ones included
 	CacheWrite1h int `json:"cache_write_1h"` // the one-hour part of CacheWrite
 	Output       int `json:"output"`
+	// WebSearchRequests is the count of server-side web searches (Anthropic only:
+	// usage.server_tool_use.web_search_requests, in the message and the stream's message_delta).
+	WebSearchRequests int `json:"web_search_requests"`
 }
 
 func (u *ScriptedUsage) negative() bool {
 	return u != nil && (u.Input < 0 || u.CacheRead < 0 || u.CacheWrite < 0 || u.CacheWrite1h < 0 ||
-		u.CacheWrite1h > u.CacheWrite || u.Output < 0)
+		u.CacheWrite1h > u.CacheWrite || u.Output < 0 || u.WebSearchRequests < 0)
 }
 
 // Caps on what one scripted answer may ask for, so that a script cannot exhaust memory.

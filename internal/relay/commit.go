@@ -61,7 +61,7 @@ func (r *attemptRun) finishUsage(u dialect.Usage, seen bool) {
 		}
 	}
 	r.res.Usage = u
-	r.a.Tokens = audit.Tokens{Input: u.Input, Cached: u.Cached, CacheWrite: u.CacheWrite, Output: u.Output, Reasoning: u.Reasoning}
+	r.a.Tokens = audit.Tokens{Input: u.Input, Cached: u.Cached, CacheWrite: u.CacheWrite, Output: u.Output, Reasoning: u.Reasoning, WebSearchRequests: u.WebSearchRequests}
 	if r.price != nil && r.a.Price != nil {
 		var rates catalog.Rates
 		r.a.CostUSD, rates = costUSD(u, r.price)
@@ -82,7 +82,7 @@ const MaxUsageTokens = 1 << 40
 
 // saturateUsage clamps every count of u to [0, MaxUsageTokens].
 func saturateUsage(u dialect.Usage) dialect.Usage {
-	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.CacheWrite1h, &u.Output, &u.Reasoning} {
+	for _, v := range [...]*int64{&u.Input, &u.Cached, &u.CacheWrite, &u.CacheWrite1h, &u.Output, &u.Reasoning, &u.WebSearchRequests} {
 		*v = min(max(*v, 0), MaxUsageTokens)
 	}
 	return u

@@ -74,6 +74,37 @@ func TestCostSplitAndTiers(t *testing.T) {
 	}
 }
 
+// Web searches are billed per call at the price's web_search (docs/pricing.md "Server-tool
+// calls"), at every tier, in the one rounding of the attempt's cost; a price without it bills
+// none; a saturated count cannot overflow.
+func TestCostWebSearches(t *testing.T) {
+	p := &catalog.Price{InputPerMTokUSD: 3, OutputPerMTokUSD: 15, PerWebSearchUSD: 0.01,
+		Tiers: []catalog.PriceTier{{AboveInputTokens: 1000, Input: f64(6)}}}
+	for _, tc := range []struct {
+		name  string
+		p     *catalog.Price
+		u     dialect.Usage
+		micro int64
+	}{
+		{"three searches", p, dialect.Usage{Input: 1000, Output: 100, WebSearchRequests: 3}, 3_000 + 1_500 + 30_000},
+		{"at a tier", p, dialect.Usage{Input: 1001, WebSearchRequests: 1}, 6_006 + 10_000},
+		{"a fraction of a micro-USD per search", &catalog.Price{PerWebSearchUSD: 0.0000014}, dialect.Usage{WebSearchRequests: 3}, 4}, // 4.2
+		{"no web_search price", &catalog.Price{InputPerMTokUSD: 3}, dialect.Usage{Input: 1, WebSearchRequests: 5}, 3},
+	} {
+		got, r := costUSD(tc.u, tc.p)
+		if m := int64(math.Round(got * 1e6)); m != tc.micro || r.WebSearch != tc.p.PerWebSearchUSD {
+			t.Errorf("%s: %v USD (%d micro-USD) at %v per search, want %d micro-USD", tc.name, got, m, r.WebSearch, tc.micro)
+		}
+	}
+	u := saturateUsage(dialect.Usage{WebSearchRequests: math.MaxInt64})
+	if got, _ := costUSD(u, p); u.WebSearchRequests != MaxUsageTokens || math.IsInf(got, 0) || got <= 0 {
+		t.Errorf("saturated searches %d cost %v", u.WebSearchRequests, got)
+	}
+	if u := saturateUsage(dialect.Usage{WebSearchRequests: -4}); u.WebSearchRequests != 0 {
+		t.Errorf("negative searches saturate to %d, want 0", u.WebSearchRequests)
+	}
+}
+
 // Pools keep small buffers only: a scratch that grew past maxPooledBuffer on one request goes
 // back to the pool without that buffer.
 func TestScratchPoolDropsLargeBuffers(t *testing.T) {

@@ -44,7 +44,7 @@ func fillSnapshot(s *audit.PriceSnapshot, p *catalog.Price, r catalog.Rates) {
 	}
 	*s = audit.PriceSnapshot{InputPerMTokUSD: r.Input, OutputPerMTokUSD: r.Output, PerImageUSD: p.PerImageUSD,
 		CacheReadPerMTokUSD: r.CacheRead, CacheWritePerMTokUSD: r.CacheWrite, CacheWrite1hPerMTokUSD: r.CacheWrite1h,
-		TierAboveInputTokens: r.Tier, Source: src}
+		TierAboveInputTokens: r.Tier, Source: src, WebSearchUSD: r.WebSearch}
 }
 
 // costUSD is the cost of usage u at price p (contract.md "Additions pinned in round 4"), in
@@ -52,13 +52,13 @@ func fillSnapshot(s *audit.PriceSnapshot, p *catalog.Price, r catalog.Rates) {
 // the audit's cost_usd and the ledger's agree. Each count is billed at its own price: uncached
 // input at input, cache reads at cache_read, cache writes at cache_write (one-hour writes at
 // cache_write_1h), output at output, all at the long-context tier the attempt's total input
-// reaches (the rates returned). A nil p costs 0.
+// reaches (the rates returned), and web searches at web_search each. A nil p costs 0.
 func costUSD(u dialect.Usage, p *catalog.Price) (float64, catalog.Rates) {
 	if p == nil {
 		return 0, catalog.Rates{}
 	}
 	// Each count converted on its own (saturateUsage bounds them): no sum can wrap.
 	r := p.Rates(u.Input + u.Cached + u.CacheWrite)
-	micro := r.MicroUSD(u.Input, u.Cached, u.CacheWrite, u.CacheWrite1h, u.Output)
+	micro := r.MicroUSD(u.Input, u.Cached, u.CacheWrite, u.CacheWrite1h, u.Output) + r.WebSearchMicroUSD(u.WebSearchRequests)
 	return math.Round(micro) / 1e6, r
 }

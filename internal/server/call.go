@@ -375,12 +375,14 @@ func buildModelLists(cat *catalog.Catalog) modelLists {
 
 // ModelPricing is a price as the model list and the route plan show it (contract.md "Additions pinned in round
 // 4"), in USD per million tokens, defaults resolved (cache prices left out are the input
-// price); Source is "config" or "catalog".
+// price), and WebSearch in USD per web search (left out when 0, as OpenRouter's list does;
+// docs/pricing.md "Server-tool calls"); Source is "config" or "catalog".
 type ModelPricing struct {
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
 	CacheRead  float64 `json:"cache_read"`
 	CacheWrite float64 `json:"cache_write"`
+	WebSearch  float64 `json:"web_search,omitempty"`
 	Source     string  `json:"source,omitempty"`
 }
 
@@ -394,7 +396,7 @@ func pricingOf(p *catalog.Price) *ModelPricing {
 	if src == "" {
 		src = catalog.PriceFromConfig
 	}
-	return &ModelPricing{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, Source: src}
+	return &ModelPricing{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, WebSearch: r.WebSearch, Source: src}
 }
 
 // listedPrice is what GET /v1/models shows of a model: its own price when set (what it is

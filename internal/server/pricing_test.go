@@ -284,7 +284,7 @@ deployments:
 `
 
 // TestModelsListPricing: GET /v1/models entries carry pricing (USD per million tokens: input,
-// output, cache_read, cache_write) and context_length, in both SDK shapes, here from the
+// output, cache_read, cache_write; web_search USD per search) and context_length, in both SDK shapes, here from the
 // built-in price catalog; GET /v1/models/{id} shows each endpoint's price and its source. With
 // pricing.catalog false they are absent (unpriced), and a request costs nothing.
 func TestModelsListPricing(t *testing.T) {
@@ -306,11 +306,11 @@ func TestModelsListPricing(t *testing.T) {
 	for _, shape := range []bool{false, true} {
 		l := get(g, "/v1/models", shape)
 		sonnet := l.Get(`data.#(id=="claude-sonnet-4-5")`)
-		if sonnet.Get("pricing").Raw != `{"input":3,"output":15,"cache_read":0.3,"cache_write":3.75,"source":"catalog"}` || sonnet.Get("context_length").Int() != 200000 {
+		if sonnet.Get("pricing").Raw != `{"input":3,"output":15,"cache_read":0.3,"cache_write":3.75,"web_search":0.01,"source":"catalog"}` || sonnet.Get("context_length").Int() != 200000 {
 			t.Errorf("anthropic shape %v: sonnet %s", shape, sonnet.Raw)
 		}
 		mini := l.Get(`data.#(id=="gpt-4o-mini")`)
-		if mini.Get("pricing").Raw != `{"input":0.15,"output":0.6,"cache_read":0.075,"cache_write":0.15,"source":"catalog"}` || mini.Get("context_length").Int() != 128000 {
+		if mini.Get("pricing").Raw != `{"input":0.15,"output":0.6,"cache_read":0.075,"cache_write":0.15,"web_search":0.01,"source":"catalog"}` || mini.Get("context_length").Int() != 128000 {
 			t.Errorf("anthropic shape %v: gpt-4o-mini %s", shape, mini.Raw)
 		}
 	}

@@ -59,6 +59,7 @@ func FuzzProviderBytes(f *testing.F) {
 	f.Add("message_start", []byte(`{"type":"message_start","message":{"id":"m","model":"c","usage":{"input_tokens":5}}}`))
 	f.Add("content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`))
 	f.Add("", []byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`))
+	f.Add("message_delta", []byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2,"server_tool_use":{"web_search_requests":3}}}`))
 	f.Add("", []byte(`{"type":"ping\nevent: x"}`))
 	f.Fuzz(func(t *testing.T, name string, b []byte) {
 		out, _, _, err := anthropic.RewriteResponse(nil, b, "caller-model")

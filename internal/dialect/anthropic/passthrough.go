@@ -190,14 +190,16 @@ func appendEvent(dst []byte, name string, data []byte) []byte {
 // readUsage merges an Anthropic usage object into out. Values are cumulative; a field overwrites
 // only when present (as the official accumulator does). Anthropic's input_tokens already exclude
 // cache reads and writes, which is the canonical form; cache_creation's
-// ephemeral_1h_input_tokens is the one-hour part of cache_creation_input_tokens (CacheWrite1h).
+// ephemeral_1h_input_tokens is the one-hour part of cache_creation_input_tokens (CacheWrite1h);
+// server_tool_use.web_search_requests is the count of web searches billed per call
+// (WebSearchRequests; its web_fetch_requests are not billed per call, so not read).
 func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 	if !u.IsObject() {
 		return
 	}
 	// One pass over the members; a repeated member counts once, its first value, as a path
 	// lookup reads it.
-	var in, cached, write, output, details, thinking, creation, w5m, w1h gjson.Result
+	var in, cached, write, output, details, thinking, creation, w5m, w1h, tools, searches gjson.Result
 	u.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "input_tokens":
@@ -212,6 +214,8 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 			dialect.KeepFirst(&output, v)
 		case "output_tokens_details":
 			dialect.KeepFirst(&details, v)
+		case "server_tool_use":
+			dialect.KeepFirst(&tools, v)
 		}
 		return true
 	})
@@ -227,6 +231,12 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 	details.ForEach(func(k, v gjson.Result) bool { // nothing unless an object
 		if k.Str == "thinking_tokens" {
 			dialect.KeepFirst(&thinking, v)
+		}
+		return true
+	})
+	tools.ForEach(func(k, v gjson.Result) bool { // nothing unless an object
+		if k.Str == "web_search_requests" {
+			dialect.KeepFirst(&searches, v)
 		}
 		return true
 	})
@@ -251,6 +261,9 @@ func readUsage(u gjson.Result, out *dialect.Usage, start bool) {
 	}
 	if thinking.Exists() {
 		out.Reasoning = thinking.Int()
+	}
+	if searches.Exists() {
+		out.WebSearchRequests = searches.Int()
 	}
 }
 

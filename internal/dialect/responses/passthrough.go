@@ -1,6 +1,8 @@
 package responses
 
 import (
+	"bytes"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/switchyard-gw/switchyard/internal/dialect"
@@ -48,6 +50,9 @@ func ScanFrame(dst []byte, ev sse.Event, st *dialect.StreamState) ([]byte, diale
 		if u := root.Get("response.usage"); u.IsObject() {
 			st.Usage, st.UsageSeen = readUsage(u), true
 		}
+		if bytes.Contains(ev.Data, webSearchCall) {
+			st.Usage.WebSearchRequests = webSearches(root.Get("response.output"))
+		}
 		st.Finished = true
 		st.FinishReason = dialect.InternFinishReason(root.Get("response.status").Str)
 	case "error", "response.failed":
@@ -93,6 +98,9 @@ func RewriteResponse(dst, body []byte, requestedModel string) ([]byte, dialect.U
 	if ok {
 		u = readUsage(us)
 	}
+	if bytes.Contains(body, webSearchCall) {
+		u.WebSearchRequests = webSearches(root.Get("output"))
+	}
 	return dialect.AppendModel(dst, body, root.Get("model"), requestedModel), u, ok, nil
 }
 
@@ -105,4 +113,40 @@ func readUsage(u gjson.Result) dialect.Usage {
 	in, cached := u.Get("input_tokens").Int(), u.Get("input_tokens_details.cached_tokens").Int()
 	return dialect.Usage{Input: max(in-cached, 0), Cached: cached, Output: u.Get("output_tokens").Int(),
 		Reasoning: u.Get("output_tokens_details.reasoning_tokens").Int()}
+}
+
+// webSearchCall is the output item type of a web search the provider ran; a body without it
+// (almost every one) is not walked for items.
+var webSearchCall = []byte(`"web_search_call"`)
+
+// webSearches counts the billed web searches of a Responses output array (docs/pricing.md
+// "Server-tool calls"): its web_search_call items whose action is a search, or that carry no
+// action (the shape before actions were reported); open_page and find_in_page actions are not
+// billed per call. Anything but an array counts 0. The count is bounded by the items, which
+// the response's size limit bounds.
+func webSearches(output gjson.Result) int64 {
+	var n int64
+	output.ForEach(func(_, item gjson.Result) bool { // nothing unless an array
+		if !item.IsObject() {
+			return true
+		}
+		var typ, action gjson.Result
+		item.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				dialect.KeepFirst(&typ, v)
+			case "action":
+				dialect.KeepFirst(&action, v)
+			}
+			return true
+		})
+		if typ.Raw != `"web_search_call"` { // as written: the same bytes the gate looked for
+			return true
+		}
+		if a := action.Get("type"); !action.IsObject() || !a.Exists() || a.Str == "search" {
+			n++
+		}
+		return true
+	})
+	return n
 }

@@ -6,17 +6,20 @@
 //	 input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
 //	 usage_provenance, reserved_max_usd, cost_usd, billing_source, price, dispatched_at,
 //	 headers_ms, first_token_ms, dropped_params, upstream_status, band, score, strategy,
-//	 region, platform]
+//	 region, platform, web_search_requests]
 //
 // with the types and units of the former attempts table: token counts integers, USD and
 // milliseconds JSON numbers, price null or {"input": USD/Mtok, "output": USD/Mtok, "image":
-// USD (when > 0), "cache_read", "cache_write", "cache_write_1h": USD/Mtok,
-// "tier_above_input_tokens" (when > 0), "source" (when set), "cache_write_1h_tokens" (when > 0)}
+// USD (when > 0), "web_search": USD per call (when > 0), "cache_read", "cache_write",
+// "cache_write_1h": USD/Mtok, "tier_above_input_tokens" (when > 0), "source" (when set),
+// "cache_write_1h_tokens" (when > 0)}
 // (audit.PriceSnapshot; the cost lines are derived, not stored),
 // dispatched_at Unix nanoseconds (null for the zero time), headers_ms and first_token_ms null
 // when absent, dropped_params an array of strings, band an integer, score a number or null
-// (no metric), strategy, region and platform strings. A reader takes a shorter array's missing
-// trailing elements as zero (elements added later go at the end).
+// (no metric), strategy, region and platform strings, web_search_requests an integer written
+// only when > 0 (the last element, so that its absence reads as 0). A reader takes a shorter
+// array's missing trailing elements as zero (elements added later go at the end; one added
+// after web_search_requests makes it always written).
 //
 // [Append] writes it without reflection or allocation beyond dst's growth: it runs for every
 // record the gateway serves.
@@ -109,6 +112,10 @@ func Append(dst []byte, as []audit.Attempt) []byte {
 		dst = dialect.AppendJSONString(dst, a.Region)
 		dst = append(dst, ',')
 		dst = dialect.AppendJSONString(dst, a.Platform)
+		if a.Tokens.WebSearchRequests > 0 {
+			dst = append(dst, ',')
+			dst = strconv.AppendInt(dst, a.Tokens.WebSearchRequests, 10)
+		}
 		dst = append(dst, ']')
 	}
 	return append(dst, ']')
@@ -166,7 +173,8 @@ func parseAttempt(row []json.RawMessage, a *audit.Attempt) error {
 	for i, v := range []any{&a.Attempt, &a.Deployment, &a.Provider, &a.Model, &a.UpstreamModel, &a.Outcome, &a.ErrorCode,
 		&a.Tokens.Input, &a.Tokens.Cached, &a.Tokens.CacheWrite, &a.Tokens.Output, &a.Tokens.Reasoning,
 		&a.UsageProvenance, &a.ReservedMaxUSD, &a.CostUSD, &a.BillingSource, &price, &dispatched,
-		&headers, &firstToken, &dropped, &a.UpstreamStatus, &a.Band, &score, &a.Strategy, &a.Region, &a.Platform} {
+		&headers, &firstToken, &dropped, &a.UpstreamStatus, &a.Band, &score, &a.Strategy, &a.Region, &a.Platform,
+		&a.Tokens.WebSearchRequests} {
 		if err := into(i, v); err != nil {
 			return err
 		}
@@ -193,6 +201,10 @@ func appendPriceRest(dst []byte, p *audit.PriceSnapshot) []byte {
 	if p.PerImageUSD > 0 {
 		dst = append(dst, `,"image":`...)
 		dst = appendFloat(dst, p.PerImageUSD)
+	}
+	if p.WebSearchUSD > 0 {
+		dst = append(dst, `,"web_search":`...)
+		dst = appendFloat(dst, p.WebSearchUSD)
 	}
 	dst = append(dst, `,"cache_read":`...)
 	dst = appendFloat(dst, p.CacheReadPerMTokUSD)

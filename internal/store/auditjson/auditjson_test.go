@@ -124,6 +124,17 @@ func TestPriceSnapshotRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got[0].Price, p) {
 		t.Fatalf("price = %+v, want %+v", got[0].Price, p)
 	}
+	// The web search price and count (a trailing element, written only when > 0) read back.
+	p.WebSearchUSD = 0.01
+	as[0].Tokens.WebSearchRequests = 3
+	b := Append(nil, as)
+	if got, err = Parse(b); err != nil || !reflect.DeepEqual(got[0].Price, p) || got[0].Tokens.WebSearchRequests != 3 {
+		t.Fatalf("web search: %+v %+v %v from %s", got[0].Price, got[0].Tokens, err, b)
+	}
+	as[0].Tokens.WebSearchRequests = 0
+	if b2 := Append(nil, as); len(b2) != len(b)-len(",3") {
+		t.Fatalf("no web searches still writes the element: %s", b2)
+	}
 	withLines := *p
 	withLines.Lines = []audit.CostLine{{Kind: "input", Count: 1, PerMTokUSD: 6, USD: 6e-6}}
 	as[0].Price = &withLines

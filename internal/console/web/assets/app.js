@@ -243,16 +243,17 @@
       { label: 'Settled', num: true, cell: (t) => fmtUSD(t.cost_usd) },
       { label: 'Billing', cell: (t) => t.billing_source || '—' },
     ], r.attempts || [], 'Cost of each attempt'));
-    // The cost of each priced attempt, broken down: each token count x its price (pricing.md).
+    // The cost of each priced attempt, broken down: each token count x its price per million,
+    // and each web search x its price per call (pricing.md).
     const priced = (r.attempts || []).filter((t) => t.price && (t.price.lines || []).length);
     if (priced.length) {
       put(main, h('h2', {}, 'Cost breakdown'), h('div', { id: 'cost-breakdown' }, priced.map((t) => h('div', {},
         h('p', {}, `Attempt ${t.attempt} (${t.deployment}): price from ${t.price.source || 'config'}`,
           t.price.tier_above_input_tokens ? `, long-context tier above ${t.price.tier_above_input_tokens} input tokens` : ', base prices'),
         table([
-          { label: 'Tokens', cell: (l) => l.kind.replace(/_/g, ' ') },
+          { label: 'Tokens or calls', cell: (l) => l.kind.replace(/_/g, ' ') },
           { label: 'Count', num: true, cell: (l) => String(l.count) },
-          { label: 'USD per Mtok', num: true, cell: (l) => fmtUSD(l.usd_per_mtok) },
+          { label: 'Price', num: true, cell: (l) => l.kind === 'web_search' ? `${fmtUSD(l.usd_per_call || 0)} per call` : `${fmtUSD(l.usd_per_mtok)} per Mtok` },
           { label: 'USD', num: true, cell: (l) => fmtUSD(l.usd) },
         ], t.price.lines, `Cost of attempt ${t.attempt}`)))));
     }
