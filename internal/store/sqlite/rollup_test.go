@@ -91,6 +91,21 @@ func TestOverviewMillionRecords(t *testing.T) {
 	t0 = time.Now()
 	db := open(t, url) // migration 0015: the backfill
 	t.Logf("migration 0015 (rollup backfill): %v", time.Since(t0).Round(time.Millisecond))
+	// The storage: the requests table and its indexes against the rollup's two tables.
+	rows, err := db.rdb.QueryContext(ctx, `SELECT m.tbl_name, SUM(d.pgsize) FROM dbstat d JOIN sqlite_master m ON m.name = d.name
+		WHERE m.tbl_name IN ('requests', 'audit_rollup', 'audit_rollup_latency') GROUP BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %.1f MB", name, float64(size)/1e6)
+	}
+	rows.Close()
 	storetest.CheckOverviewAtScale(t, db, n, end, func(q audit.OverviewQuery) (*audit.Overview, error) {
 		return storetest.DirectOverview(ctx, db.rdb, q, false)
 	})
