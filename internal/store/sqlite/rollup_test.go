@@ -44,7 +44,7 @@ func TestRollupQueryPlans(t *testing.T) {
 
 // TestOverviewMillionRecords (issue 23): over 1,000,000 audit records (100,000 unless
 // SWITCHYARD_TEST_MILLION is set: storetest.ScaleRecords) the overview, read from
-// the rollup, equals the aggregate of the records themselves (auditsql.DirectOverview) for each
+// the rollup, equals the aggregate of the records themselves (storetest.DirectOverview) for each
 // of the console's windows. The records are inserted in bulk by one generated statement under
 // migration 0014 and added to the rollup by migration 0015's backfill; then 3,000 more go
 // through WriteRecords (some replacing bulk records, some pruned), so both ways of filling the
