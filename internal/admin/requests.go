@@ -27,8 +27,9 @@ const maxFilterBytes = 512
 // parseRequestFilter reads the call log's filters (docs/admin-api.md "The call log"); it
 // answers the 400 itself and reports false then.
 func parseRequestFilter(w http.ResponseWriter, q url.Values) (audit.Filter, bool) {
-	f := audit.Filter{Account: q.Get("account_id"), KeyID: q.Get("key_id"), Model: q.Get("model"), Deployment: q.Get("deployment")}
-	for _, p := range []string{"account_id", "key_id", "model", "deployment", "class"} {
+	f := audit.Filter{Account: q.Get("account_id"), KeyID: q.Get("key_id"), Model: q.Get("model"), Deployment: q.Get("deployment"),
+		RequestID: q.Get("request_id")}
+	for _, p := range []string{"account_id", "key_id", "model", "deployment", "class", "request_id"} {
 		if len(q.Get(p)) > maxFilterBytes {
 			badRequest(w, p, "%s is longer than %d bytes", p, maxFilterBytes)
 			return f, false

@@ -11,7 +11,11 @@ import (
 type Filter struct {
 	Account string // the record's Account
 	KeyID   string // the calling key (Record.KeyID)
-	Model   string // the model string as the caller sent it (Record.Model)
+	// RequestID selects the record whose gateway request id (Record.RequestID) or caller
+	// request id (Record.CallerRequestID) it is: one of ours, or every record a caller sent
+	// under its own id.
+	RequestID string
+	Model     string // the model string as the caller sent it (Record.Model)
 	// Deployment selects records with at least one attempt on that deployment.
 	Deployment string
 	// ErrorCode, when HasErrorCode, is the final outcome's class; "" selects successes.

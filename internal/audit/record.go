@@ -226,10 +226,15 @@ type Record struct {
 	Account string `json:"account,omitempty"`
 	// KeyID is the calling key: a stored key's id, a static key's name; "" when
 	// authentication is off. The admin API's call log filters by it.
-	KeyID     string `json:"key_id,omitempty"`
-	Status    int    `json:"status"`     // HTTP status sent to the caller; 200 for a committed stream
-	ErrorCode string `json:"error_code"` // canonical class of the final outcome; "" on success
-	Stream    bool   `json:"stream"`
+	KeyID string `json:"key_id,omitempty"`
+	// CallerRequestID is the caller's own request id: its x-request-id header, else its
+	// X-Client-Request-Id, when 1 to 128 characters of [A-Za-z0-9._:-]; "" when it sent none or
+	// a malformed one (docs/observability.md "Caller request ids"). The call log finds a record
+	// by it as by RequestID.
+	CallerRequestID string `json:"caller_request_id,omitempty"`
+	Status          int    `json:"status"`     // HTTP status sent to the caller; 200 for a committed stream
+	ErrorCode       string `json:"error_code"` // canonical class of the final outcome; "" on success
+	Stream          bool   `json:"stream"`
 	// CreatedAt is when the request arrived; JSON as RFC 3339 with nanoseconds, in UTC.
 	CreatedAt  time.Time `json:"created_at"`
 	DurationMS float64   `json:"duration_ms"` // milliseconds from arrival to the last byte sent

@@ -104,6 +104,18 @@ func TestConsoleOverviewInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids = append(ids, raw.Header.Get("X-Request-Id"))
+	// Two requests under one caller request id (the caller's x-request-id), and one with a
+	// malformed caller id, which is dropped.
+	var callerIDs []string
+	for _, hdr := range []string{"ov-caller-1", "ov-caller-1", "bad caller id"} {
+		if _, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4o-mini",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hi")}},
+			option.WithHeader("X-Request-Id", hdr), option.WithResponseInto(&raw)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, raw.Header.Get("X-Request-Id"))
+		callerIDs = append(callerIDs, raw.Header.Get("X-Request-Id"))
+	}
 
 	// What the call log adds up to.
 	var log struct {
@@ -191,8 +203,9 @@ func TestConsoleOverviewInBrowser(t *testing.T) {
 			run(t, chromedp.EmulateViewport(width, 900), chromedp.Navigate(g.URL+"/console/logs"),
 				chromedp.WaitVisible(chromedp.CSS("#logs table")))
 			row := `document.querySelector('#logs tbody tr')`
-			// Status and class on screen; key by name; the account.
-			for i, want := range map[int]string{1: "200", 2: "ok", 4: "ov-key", 5: acct.ID} {
+			// Status and class on screen; the caller's request id (dropped: malformed); key by
+			// name; the account.
+			for i, want := range map[int]string{1: "200", 2: "ok", 3: callerIDs[2], 4: "—", 5: "ov-key", 6: acct.ID} {
 				if got := js(t, row+`.children[`+strconv.Itoa(i)+`].textContent`); got != want {
 					t.Errorf("newest row, column %d = %q, want %q", i, got, want)
 				}
@@ -228,6 +241,33 @@ func TestConsoleOverviewInBrowser(t *testing.T) {
 			t.Errorf("detail key %q, want its name", k)
 		}
 		shot(t, "request-cost")
+		noErrors(t)
+	})
+
+	t.Run("find requests by the caller's request id", func(t *testing.T) {
+		run(t, chromedp.EmulateViewport(420, 900), chromedp.Navigate(g.URL+"/console/logs"), chromedp.WaitVisible(chromedp.ID("f-request")),
+			chromedp.SendKeys(chromedp.ID("f-request"), "ov-caller-1"), chromedp.Submit(chromedp.ID("f-request")),
+			chromedp.WaitVisible(chromedp.CSS("#logs table")))
+		if loc := get(t, tab, chromedp.Location()); !strings.Contains(loc, "request_id=ov-caller-1") {
+			t.Errorf("search went to %s", loc)
+		}
+		// Both of the caller's requests, newest first, each with its id and the caller's.
+		got := js(t, `[...document.querySelectorAll('#logs tbody tr')].map(r => r.children[3].textContent + ' ' + r.children[4].textContent).join(', ')`)
+		if want := callerIDs[1] + " ov-caller-1, " + callerIDs[0] + " ov-caller-1"; got != want {
+			t.Errorf("rows found by the caller's id: %q, want %q", got, want)
+		}
+		for _, i := range []int{1, 2} {
+			if !get(t, tab, chromedp.Evaluate[bool](`document.querySelector('#logs tbody tr').children[`+strconv.Itoa(i)+`].getBoundingClientRect().right <= window.innerWidth`)) {
+				t.Errorf("at 420 px column %d (status, class) of the search's rows is off screen", i)
+			}
+		}
+		shot(t, "logs-caller-id-420")
+		noErrors(t)
+		// One match (the caller's id of one request) opens its detail, which shows the caller's id.
+		run(t, chromedp.Navigate(g.URL+"/console/logs?request_id="+callerIDs[0]), chromedp.WaitVisible(chromedp.ID("request-summary")))
+		if k := js(t, `[...document.querySelectorAll('#request-summary dt')].find(e => e.textContent === 'Caller request id').nextElementSibling.textContent`); k != "ov-caller-1" {
+			t.Errorf("detail caller request id %q, want ov-caller-1", k)
+		}
 		noErrors(t)
 	})
 }

@@ -63,6 +63,7 @@ func (s *Server) serveModelCall(w http.ResponseWriter, r *http.Request, sf *surf
 	ob := &cs.obs
 	ob.reset()
 	ob.callerRID = callerRequestID(r)
+	rec.CallerRequestID = ob.callerRID
 	ctx := r.Context()
 	if s.tracing != nil {
 		ctx = s.beginTrace(ctx, r, sf, start, ob) // the relay's Sends carry the attempts' traceparent

@@ -137,24 +137,37 @@ func (s *Server) accessLog(rec *audit.Record, ob *callObs) {
 	s.log.LogAttrs(ctx, level, "request", attrs[:]...)
 }
 
-// maxCallerRequestID is the longest caller x-request-id kept.
+// maxCallerRequestID is the longest caller request id kept, in bytes.
 const maxCallerRequestID = 128
 
-// callerRequestID returns the caller's x-request-id when it is well-formed: 1 to 128 characters
-// of [A-Za-z0-9._:-]; "" otherwise (absent, too long, or holding anything else, which is then
-// ignored rather than logged). The gateway's own id stays the request id (the x-request-id
+// callerRequestIDHeaders are the headers a caller names its own request id in, in the order
+// they are read: x-request-id (what users and most proxies send), then X-Client-Request-Id
+// (the header OpenAI's API takes a client's own id in).
+var callerRequestIDHeaders = [...]string{"X-Request-Id", "X-Client-Request-Id"}
+
+// callerRequestID returns the caller's own request id: the first of callerRequestIDHeaders it
+// sent exactly once, when that value is well-formed: 1 to 128 characters of [A-Za-z0-9._:-];
+// "" otherwise (absent, repeated, too long, or holding anything else, which is then ignored
+// rather than logged or stored). The gateway's own id stays the request id (the x-request-id
 // answered, the audit key, GET /v1/generation's id); the caller's is recorded beside it as
-// caller_request_id in the access log and the trace.
+// caller_request_id in the access log, the trace and the audit record (the call log searches
+// it).
 func callerRequestID(r *http.Request) string {
-	v := r.Header["X-Request-Id"]
-	if len(v) != 1 || len(v[0]) == 0 || len(v[0]) > maxCallerRequestID {
-		return ""
-	}
-	for i := 0; i < len(v[0]); i++ {
-		c := v[0][i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+	for _, h := range callerRequestIDHeaders {
+		v := r.Header[h]
+		if len(v) == 0 {
+			continue
+		}
+		if len(v) != 1 || len(v[0]) == 0 || len(v[0]) > maxCallerRequestID {
 			return ""
 		}
+		for i := 0; i < len(v[0]); i++ {
+			c := v[0][i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+				return ""
+			}
+		}
+		return v[0]
 	}
-	return v[0]
+	return ""
 }

@@ -39,6 +39,12 @@ func ListQuery(f audit.Filter, after audit.Position, limit int, postgres bool) (
 		conds = append(conds, "key_id = ?", "key_id <> ''")
 		args = append(args, f.KeyID)
 	}
+	if f.RequestID != "" {
+		// Either index: the primary key, or the partial requests_caller_request_id (migration
+		// 0015), whose WHERE term the second branch states.
+		conds = append(conds, "(request_id = ? OR (caller_request_id = ? AND caller_request_id <> ''))")
+		args = append(args, f.RequestID, f.RequestID)
+	}
 	eq("model", f.Model)
 	if f.HasErrorCode {
 		conds = append(conds, "error_code = ?")

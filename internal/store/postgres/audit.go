@@ -27,21 +27,31 @@ var (
 const (
 	upsertRequests = `INSERT INTO requests
     (request_id, account, model, surface, status, error_code, stream, created_at, duration_ms, admission_events, attempts_json,
-     key_id, cost_usd, input_tokens, output_tokens, deployment, ttft_ms)
+     key_id, cost_usd, input_tokens, output_tokens, deployment, ttft_ms, caller_request_id)
     SELECT rid, account, model, surface, status, ec, stream, created, duration, events::jsonb, attempts::jsonb, kid,
-        cost, tin, tout, dep, ttft
+        cost, tin, tout, dep, ttft, crid
     FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
         $7::boolean[], $8::bigint[], $9::float8[], $10::text[], $11::text[], $12::text[],
-        $13::float8[], $14::bigint[], $15::bigint[], $16::text[], $17::float8[])
+        $13::float8[], $14::bigint[], $15::bigint[], $16::text[], $17::float8[], $18::text[])
         AS t(rid, account, model, surface, status, ec, stream, created, duration, events, attempts, kid,
-            cost, tin, tout, dep, ttft)
+            cost, tin, tout, dep, ttft, crid)
     ON CONFLICT (request_id) DO UPDATE SET
         account = EXCLUDED.account, model = EXCLUDED.model, surface = EXCLUDED.surface,
         status = EXCLUDED.status, error_code = EXCLUDED.error_code, stream = EXCLUDED.stream,
         created_at = EXCLUDED.created_at, duration_ms = EXCLUDED.duration_ms,
         admission_events = EXCLUDED.admission_events, attempts_json = EXCLUDED.attempts_json,
         key_id = EXCLUDED.key_id, cost_usd = EXCLUDED.cost_usd, input_tokens = EXCLUDED.input_tokens,
-        output_tokens = EXCLUDED.output_tokens, deployment = EXCLUDED.deployment, ttft_ms = EXCLUDED.ttft_ms`
+        output_tokens = EXCLUDED.output_tokens, deployment = EXCLUDED.deployment, ttft_ms = EXCLUDED.ttft_ms,
+        caller_request_id = EXCLUDED.caller_request_id`
+	// lockIDs serialises the batches that write one request id (transaction advisory locks,
+	// taken in the order of their keys so that two batches cannot deadlock), so that
+	// selectReplaced reads the row a batch replaces after any other batch writing it has
+	// committed: the rollup subtracts exactly the row replaced.
+	lockIDs = `SELECT pg_advisory_xact_lock(k) FROM (SELECT k FROM
+    (SELECT DISTINCT hashtextextended(id, 23) AS k FROM unnest($1::text[]) AS id) AS d ORDER BY k) AS ks`
+	// selectReplaced reads the stored rows a batch replaces, whose counts the batch takes out
+	// of the overview's rollup (auditsql.Rollup).
+	selectReplaced = `SELECT ` + auditsql.RowColumns + ` FROM requests WHERE request_id = ANY($1::text[]) FOR UPDATE`
 	// One statement, so one snapshot: a concurrent replace is seen whole or not at all. The
 	// attempts_v1 rows are those of a record written before migration 0010 (attempts_json
 	// NULL).
@@ -50,7 +60,7 @@ const (
         a.error_code, a.input_tokens, a.cached_tokens, a.cache_write_tokens, a.output_tokens,
         a.reasoning_tokens, a.usage_provenance, a.reserved_max_usd, a.cost_usd, a.billing_source,
         a.price::text, a.dispatched_at, a.headers_ms, a.first_token_ms, a.dropped_params::text,
-        a.upstream_status, a.band, a.score, a.strategy, a.region, r.key_id
+        a.upstream_status, a.band, a.score, a.strategy, a.region, r.key_id, r.caller_request_id
     FROM requests r LEFT JOIN attempts_v1 a ON a.request_id = r.request_id AND r.attempts_json IS NULL
     WHERE r.request_id = $1
     ORDER BY a.attempt`
@@ -61,6 +71,9 @@ const (
 // later record wins. Records with an empty RequestID, and records with two attempts of one
 // number, are rejected. Rows are written in request id order, so concurrent batches that
 // share ids lock them in the same order and cannot deadlock. It does not retain recs.
+//
+// In the same transaction the overview's rollup (migration 0015, auditsql.Rollup) gains the
+// batch's records and loses the stored rows they replace, its rows locked in key order.
 func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -77,20 +90,51 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	var rq requestCols
 	rq.grow(len(recs))
 	var buf []byte
+	var roll auditsql.Rollup
 	for _, r := range recs {
 		buf = r.AdmissionEvents.AppendJSON(buf[:0])
 		mid := len(buf)
 		buf = auditjson.Append(buf, r.Attempts)
 		s := string(buf) // one allocation for both
 		rq.add(r, s[:mid], s[mid:])
+		roll.Add(auditsql.RowOf(r), 1)
 	}
-	// One statement is its own transaction.
-	if _, err := db.db.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
+	tx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: writing audit records: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, lockIDs, rq.id); err != nil {
+		return fmt.Errorf("store: writing audit records: %w", err)
+	}
+	if err := auditsql.SubtractStored(ctx, tx, selectReplaced, &roll, rq.id); err != nil {
+		return fmt.Errorf("store: writing audit records: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, upsertRequests, rq.id, rq.account, rq.model, rq.surface, rq.status,
 		rq.errorCode, rq.stream, rq.created, rq.duration, rq.events, rq.attempts, rq.keyID,
-		rq.cost, rq.tokensIn, rq.tokensOut, rq.deployment, rq.ttft); err != nil {
+		rq.cost, rq.tokensIn, rq.tokensOut, rq.deployment, rq.ttft, rq.callerRID); err != nil {
+		return fmt.Errorf("store: writing audit records: %w", err)
+	}
+	if err := applyRollup(ctx, tx, &roll); err != nil {
+		return fmt.Errorf("store: writing audit records: rollup: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	return nil
+}
+
+// applyRollup adds u to the rollup tables in tx, each table's rows in key order.
+func applyRollup(ctx context.Context, tx *sql.Tx, u *auditsql.Rollup) error {
+	if u.Empty() {
+		return nil
+	}
+	sums, lat := u.PostgresArrays()
+	if _, err := tx.ExecContext(ctx, auditsql.UpsertSumsArrays, sums...); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, auditsql.UpsertLatencyArrays, lat...)
+	return err
 }
 
 // checkAttemptNumbers rejects two attempts of one number (the primary key of the former
@@ -131,6 +175,7 @@ type requestCols struct {
 	events                                 []string // admission events, JSON
 	attempts                               []string // auditjson
 	keyID                                  []string // the calling key (migration 0011)
+	callerRID                              []string // the caller's request id (migration 0015)
 	// The overview's summary (migration 0014, audit.Summarize).
 	cost                []float64
 	ttft                []pgtype.Float8 // NULL: no first output
@@ -144,7 +189,7 @@ func (c *requestCols) grow(n int) {
 	c.status, c.stream = make([]int64, 0, n), make([]bool, 0, n)
 	c.created, c.duration = make([]pgtype.Int8, 0, n), make([]float64, 0, n)
 	c.events, c.attempts = make([]string, 0, n), make([]string, 0, n)
-	c.keyID = make([]string, 0, n)
+	c.keyID, c.callerRID = make([]string, 0, n), make([]string, 0, n)
 	c.cost, c.ttft, c.deployment = make([]float64, 0, n), make([]pgtype.Float8, 0, n), make([]string, 0, n)
 	c.tokensIn, c.tokensOut = make([]int64, 0, n), make([]int64, 0, n)
 }
@@ -162,6 +207,7 @@ func (c *requestCols) add(r *audit.Record, events, attempts string) {
 	c.events = append(c.events, events)
 	c.attempts = append(c.attempts, attempts)
 	c.keyID = append(c.keyID, r.KeyID)
+	c.callerRID = append(c.callerRID, r.CallerRequestID)
 	sum := audit.Summarize(r)
 	var ttft pgtype.Float8
 	if sum.TTFTMS != nil {
@@ -197,7 +243,7 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 			&created, &rec.DurationMS, &events, &compact, &num, &dep, &prov, &model, &upstream, &outcome, &errorCode, &input,
 			&cached, &cacheWrite, &output, &reason, &provenance, &reserved, &cost, &billing, &price,
 			&dispatched, &headers, &firstToken, &dropped, &upstreamStatus, &band, &score, &strategy,
-			&region, &rec.KeyID); err != nil {
+			&region, &rec.KeyID, &rec.CallerRequestID); err != nil {
 			return nil, fmt.Errorf("store: reading audit record: %w", err)
 		}
 		if r == nil {
@@ -283,28 +329,59 @@ func nullFloat(p *float64) pgtype.Float8 {
 var _ audit.Pruner = (*DB)(nil)
 
 // pruneRecords deletes the oldest records created before a time, at most a number of them
-// (requests_created, migration 0011, finds them in order; rows another replica is deleting are
-// skipped);
-// their attempts_v1 rows go by the foreign key.
+// (requests_created, migration 0011, finds them in order; rows another replica is deleting or
+// writing are skipped), returning their overview columns for the rollup; their attempts_v1
+// rows go by the foreign key.
 const pruneRecords = `DELETE FROM requests WHERE request_id IN
-    (SELECT request_id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`
+    (SELECT request_id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+    RETURNING ` + auditsql.RowColumns
 
 // PruneRecords implements audit.Pruner: it deletes at most limit records created before
-// before, oldest first, in one statement, and returns how many. Replicas pruning at once skip
-// each other's rows. The ledger is not touched.
+// before, oldest first, in one transaction, and returns how many. Replicas pruning at once
+// skip each other's rows. The same transaction takes them out of the overview's rollup and
+// deletes the rollup rows no record counts any longer. The ledger is not touched.
 func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	res, err := db.db.ExecContext(ctx, pruneRecords, before.UnixNano(), limit)
+	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
-	n, err := res.RowsAffected()
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, pruneRecords, before.UnixNano(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
-	return int(n), nil
+	var roll auditsql.Rollup
+	n := 0
+	var newest int64
+	for rows.Next() {
+		r, err := auditsql.ScanRow(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: pruning audit records: %w", err)
+		}
+		roll.Add(r, -1)
+		newest = max(newest, r.CreatedAt)
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	if err := applyRollup(ctx, tx, &roll); err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: rollup: %w", err)
+	}
+	for _, q := range auditsql.DeleteEmptySQL(true) {
+		if _, err := tx.ExecContext(ctx, q, newest/1e9); err != nil {
+			return 0, fmt.Errorf("store: pruning audit records: rollup: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	return n, nil
 }
 
 // ListRecords implements audit.Lister: the ids of one page from the requests table (newest

@@ -71,7 +71,8 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 
 	db := open(t, url)
 	want := *r
-	want.KeyID = "" // written before migration 0011: no calling key was stored
+	want.KeyID = ""           // written before migration 0011: no calling key was stored
+	want.CallerRequestID = "" // nor, before 0015, the caller's request id
 	want.Attempts = append([]audit.Attempt(nil), r.Attempts...)
 	for i := range want.Attempts {
 		want.Attempts[i].Platform = "" // the former attempts table had no platform

@@ -53,6 +53,7 @@ func TestPartialIndexMigration(t *testing.T) {
 	for i, who := range [][2]string{{"a1", "k1"}, {"", ""}, {"a1", "k2"}, {"a2", ""}, {"", ""}} {
 		r := storetest.FullRecord(fmt.Sprintf("req_%d", i))
 		r.Account, r.KeyID = who[0], who[1]
+		r.CallerRequestID = "" // not stored before migration 0015
 		r.CreatedAt = base.Add(time.Duration(i) * time.Minute)
 		recs = append(recs, r)
 	}

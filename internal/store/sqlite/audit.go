@@ -23,8 +23,9 @@ const (
 	// requestColumns are written by every batch; attempts_json is the compact form of the
 	// attempts (auditjson, migration 0010).
 	requestColumns = `request_id, account, model, surface, status, error_code, stream, created_at, duration_ms,
-     admission_events, attempts_json, key_id, cost_usd, input_tokens, output_tokens, deployment, ttft_ms`
-	requestParams = 17 // placeholders per requests row
+     admission_events, attempts_json, key_id, cost_usd, input_tokens, output_tokens, deployment, ttft_ms,
+     caller_request_id`
+	requestParams = 18 // placeholders per requests row
 	// upsertSuffix replaces a stored record of the same id, attempts included: a later row of
 	// one statement replaces an earlier one with its id, so the last record of an id wins.
 	upsertSuffix = ` ON CONFLICT (request_id) DO UPDATE SET account = excluded.account, model = excluded.model,
@@ -32,10 +33,15 @@ const (
     stream = excluded.stream, created_at = excluded.created_at, duration_ms = excluded.duration_ms,
     admission_events = excluded.admission_events, attempts_json = excluded.attempts_json,
     key_id = excluded.key_id, cost_usd = excluded.cost_usd, input_tokens = excluded.input_tokens,
-    output_tokens = excluded.output_tokens, deployment = excluded.deployment, ttft_ms = excluded.ttft_ms`
+    output_tokens = excluded.output_tokens, deployment = excluded.deployment, ttft_ms = excluded.ttft_ms,
+    caller_request_id = excluded.caller_request_id`
+
+	// selectReplaced reads the stored rows a batch replaces (ids: a JSON array), whose counts
+	// the batch takes out of the rollup (auditsql.Rollup).
+	selectReplaced = `SELECT ` + auditsql.RowColumns + ` FROM requests WHERE request_id IN (SELECT value FROM json_each(?))`
 
 	selectRequest = `SELECT account, model, surface, status, error_code, stream, created_at, duration_ms,
-    admission_events, attempts_json, key_id FROM requests WHERE request_id = ?`
+    admission_events, attempts_json, key_id, caller_request_id FROM requests WHERE request_id = ?`
 	// selectAttemptsV1 reads the attempts of a record written before migration 0010.
 	selectAttemptsV1 = `SELECT attempt, deployment, provider, model, upstream_model, outcome, error_code,
      input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
@@ -115,7 +121,9 @@ func (s *auditStmts) close() {
 // number, are rejected. It does not retain recs.
 //
 // Each record is one requests row, its attempts in attempts_json (auditjson), written by
-// multi-row upserts in chunks of 256, 128, ... 1 rows.
+// multi-row upserts in chunks of 256, 128, ... 1 rows. In the same transaction the overview's
+// rollup (migration 0015, auditsql.Rollup) gains the batch's records and loses the stored rows
+// they replace: two upserts of one JSON parameter each.
 func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -139,6 +147,9 @@ func (db *DB) WriteRecords(ctx context.Context, recs []*audit.Record) error {
 		return fmt.Errorf("store: writing audit records: %w", err)
 	}
 	defer tx.Rollback()
+	if err := w.rollup(ctx, tx, recs); err != nil {
+		return fmt.Errorf("store: writing audit records: %w", err)
+	}
 	for len(recs) > 0 {
 		k := chunkLevel(len(recs))
 		if err := w.exec(ctx, tx.StmtContext(ctx, stmts[k]), recs[:1<<k]); err != nil {
@@ -167,9 +178,13 @@ func checkAttemptNumbers(as []audit.Attempt) error {
 
 // batchWriter holds the buffers of one WriteRecords call, reused across calls (db.writers).
 type batchWriter struct {
-	args []any  // parameters of the statement being run
-	buf  []byte // the admission events and compact attempts of the chunk's records, back to back
-	ends []int  // record i's events are buf[ends[3i]:ends[3i+1]], its attempts buf[ends[3i+1]:ends[3i+2]]
+	args []any // parameters of the statement being run
+	// the batch's change to the overview's rollup, and its JSON (ids: the batch's request ids)
+	roll                   auditsql.Rollup
+	ids, sumsJSON, latJSON []byte
+	last                   map[string]int // request id -> index of its last record in the batch
+	buf                    []byte         // the admission events and compact attempts of the chunk's records, back to back
+	ends                   []int          // record i's events are buf[ends[3i]:ends[3i+1]], its attempts buf[ends[3i+1]:ends[3i+2]]
 }
 
 func (db *DB) batchWriter(n int) *batchWriter {
@@ -178,6 +193,48 @@ func (db *DB) batchWriter(n int) *batchWriter {
 		w = &batchWriter{args: make([]any, 0, min(n, maxChunkRows)*requestParams)}
 	}
 	return w
+}
+
+// rollup applies to the rollup what writing recs changes (before they are written, in tx):
+// each id's last record of the batch is added, the stored row it replaces subtracted.
+func (w *batchWriter) rollup(ctx context.Context, tx *sql.Tx, recs []*audit.Record) error {
+	w.roll.Reset()
+	if w.last == nil {
+		w.last = map[string]int{}
+	}
+	clear(w.last)
+	for i, r := range recs {
+		w.last[r.RequestID] = i
+	}
+	w.ids = append(w.ids[:0], '[')
+	for i, r := range recs {
+		if w.last[r.RequestID] != i {
+			continue // a later record of the batch replaces it
+		}
+		if len(w.ids) > 1 {
+			w.ids = append(w.ids, ',')
+		}
+		w.ids = auditsql.AppendJSONString(w.ids, r.RequestID)
+		w.roll.Add(auditsql.RowOf(r), 1)
+	}
+	w.ids = append(w.ids, ']')
+	if err := auditsql.SubtractStored(ctx, tx, selectReplaced, &w.roll, string(w.ids)); err != nil {
+		return err
+	}
+	return applyRollup(ctx, tx, &w.roll, &w.sumsJSON, &w.latJSON)
+}
+
+// applyRollup adds u to the rollup tables in tx, with sums and lat as the buffers of its JSON.
+func applyRollup(ctx context.Context, tx *sql.Tx, u *auditsql.Rollup, sums, lat *[]byte) error {
+	if u.Empty() {
+		return nil
+	}
+	*sums, *lat = u.AppendJSON((*sums)[:0], (*lat)[:0])
+	if _, err := tx.ExecContext(ctx, auditsql.UpsertSumsJSON, string(*sums)); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, auditsql.UpsertLatencyJSON, string(*lat))
+	return err
 }
 
 // chunkLevel is k such that 1<<k rows is the largest chunk to write of n > 0 rows.
@@ -206,7 +263,7 @@ func (w *batchWriter) exec(ctx context.Context, st *sql.Stmt, chunk []*audit.Rec
 		}
 		w.args = append(w.args, r.RequestID, r.Account, r.Model, r.Surface, r.Status, r.ErrorCode,
 			r.Stream, nanos(r.CreatedAt), r.DurationMS, all[e[0]:e[1]], all[e[1]:e[2]], r.KeyID,
-			sum.CostUSD, sum.InputTokens, sum.OutputTokens, sum.Deployment, ttft)
+			sum.CostUSD, sum.InputTokens, sum.OutputTokens, sum.Deployment, ttft, r.CallerRequestID)
 	}
 	_, err := st.ExecContext(ctx, w.args...)
 	clear(w.args)
@@ -238,7 +295,7 @@ func (db *DB) Record(ctx context.Context, requestID string) (*audit.Record, erro
 	var hasCompact bool
 	var events string
 	if err = rows.Scan(&r.Account, &r.Model, &r.Surface, &r.Status, &r.ErrorCode, &r.Stream, &created,
-		&r.DurationMS, &events, &compact, &r.KeyID); err == nil {
+		&r.DurationMS, &events, &compact, &r.KeyID, &r.CallerRequestID); err == nil {
 		hasCompact = compact != nil
 		if hasCompact {
 			r.Attempts, err = auditjson.Parse(compact)
@@ -341,27 +398,59 @@ func nullFloat(p *float64) any {
 var _ audit.Pruner = (*DB)(nil)
 
 // pruneRecords deletes the oldest records created before a time, at most a number of them
-// (requests_created, migration 0011, finds them in order); their attempts_v1 rows go by the
-// foreign key.
+// (requests_created, migration 0011, finds them in order), returning their overview columns
+// for the rollup; their attempts_v1 rows go by the foreign key.
 const pruneRecords = `DELETE FROM requests WHERE rowid IN
-    (SELECT rowid FROM requests WHERE created_at < ? ORDER BY created_at LIMIT ?)`
+    (SELECT rowid FROM requests WHERE created_at < ? ORDER BY created_at LIMIT ?)
+    RETURNING ` + auditsql.RowColumns
 
 // PruneRecords implements audit.Pruner: it deletes at most limit records created before
 // before, oldest first, in one transaction of the writer connection, and returns how many.
-// The ledger is not touched.
+// The same transaction takes them out of the overview's rollup and deletes the rollup rows
+// that no record counts any longer. The ledger is not touched.
 func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	res, err := db.db.ExecContext(ctx, pruneRecords, before.UnixNano(), limit)
+	tx, err := db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
-	n, err := res.RowsAffected()
+	defer tx.Rollback()
+	var roll auditsql.Rollup
+	rows, err := tx.QueryContext(ctx, pruneRecords, before.UnixNano(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
-	return int(n), nil
+	n := 0
+	var newest int64
+	for rows.Next() {
+		r, err := auditsql.ScanRow(rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("store: pruning audit records: %w", err)
+		}
+		roll.Add(r, -1)
+		newest = max(newest, r.CreatedAt)
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	var sums, lat []byte
+	if err := applyRollup(ctx, tx, &roll, &sums, &lat); err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: rollup: %w", err)
+	}
+	for _, q := range auditsql.DeleteEmptySQL(false) {
+		if _, err := tx.ExecContext(ctx, q, newest/1e9); err != nil {
+			return 0, fmt.Errorf("store: pruning audit records: rollup: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: pruning audit records: %w", err)
+	}
+	return n, nil
 }
 
 // ListRecords implements audit.Lister: the ids of one page from the requests table (newest

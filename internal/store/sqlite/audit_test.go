@@ -257,7 +257,8 @@ func TestCompactMigrationKeepsOldRecords(t *testing.T) {
 	db := open(t, url)
 	for _, id := range []string{"old", "old2"} {
 		want := storetest.FullRecord(id)
-		want.KeyID = "" // written before migration 0011: no calling key was stored
+		want.KeyID = ""           // written before migration 0011: no calling key was stored
+		want.CallerRequestID = "" // nor, before 0015, the caller's request id
 		for i := range want.Attempts {
 			want.Attempts[i].Platform = "" // the former attempts table had no platform
 		}

@@ -115,6 +115,7 @@ func testAuditListFilters(t *testing.T, st audit.Store) {
 				UpstreamModel: model, Outcome: audit.OutcomeFailed, UsageProvenance: audit.ProvenanceUnknown, BillingSource: "unpriced",
 				DroppedParams: []string{}})
 		}
+		r.CallerRequestID = map[string]string{"r1": "trace-1", "r2": "r3", "r4": "trace-1"}[id]
 		write(t, st, r)
 	}
 	mk("r1", 1, "a1", "k1", "gpt", 200, "", "oa")
@@ -142,6 +143,13 @@ func testAuditListFilters(t *testing.T, st audit.Store) {
 		{audit.Filter{Until: base.Add(2 * time.Minute)}, []string{"r1"}},
 		{audit.Filter{Since: base.Add(2 * time.Minute), Until: base.Add(4 * time.Minute), Account: "a1"}, []string{"r2"}},
 		{audit.Filter{Account: "nope"}, nil},
+		// By request id: the gateway's, or the caller's own (migration 0015); r2's caller
+		// named its request r3, so "r3" finds both.
+		{audit.Filter{RequestID: "r5"}, []string{"r5"}},
+		{audit.Filter{RequestID: "trace-1"}, []string{"r4", "r1"}},
+		{audit.Filter{RequestID: "r3"}, []string{"r3", "r2"}},
+		{audit.Filter{RequestID: "trace-1", Account: "a1", Model: "gpt"}, []string{"r1"}},
+		{audit.Filter{RequestID: "trace"}, nil},
 		{audit.Filter{Deployment: "nope"}, nil},
 	} {
 		if got := listIDs(t, l, tc.f, 2, nil); !slices.Equal(got, tc.want) {

@@ -29,7 +29,8 @@ func ptr[T any](v T) *T { return &v }
 func FullRecord(id string) *audit.Record {
 	r := &audit.Record{
 		RequestID: id, Model: "rp-sonnet-4-5:anthropic", Surface: "anthropic.messages", Account: "acct_1", KeyID: "key_1",
-		Status: 200, ErrorCode: "", Stream: true,
+		CallerRequestID: "caller-" + id,
+		Status:          200, ErrorCode: "", Stream: true,
 		CreatedAt:  time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC),
 		DurationMS: 1234.5,
 		Attempts: []audit.Attempt{{

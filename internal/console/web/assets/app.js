@@ -141,10 +141,12 @@
       h('datalist', { id: 'classes' }, CLASSES.map((c) => h('option', { value: c }))),
       h('button', { type: 'submit' }, 'Filter'),
       h('a', { href: '/console/logs' }, 'Clear'));
-    // Search by request id: the detail of that request (the gateway's x-request-id).
+    // Search by request id, the gateway's (x-request-id of the answer) or the caller's own
+    // (the x-request-id or X-Client-Request-Id it sent): one match opens its detail, several
+    // (a caller that reused its id) are listed.
     const search = h('form', { class: 'filters', method: 'get', action: '/console/logs', role: 'search', id: 'find-request' },
-      h('label', { for: 'f-request' }, 'Request id', h('input', { id: 'f-request', name: 'request', placeholder: 'req_…', required: true })),
-      h('button', { type: 'submit', class: 'secondary' }, 'Open'));
+      h('label', { for: 'f-request' }, 'Request id (ours or the caller\'s)', h('input', { id: 'f-request', name: 'request_id', value: q.get('request_id') || '', placeholder: 'req_… or the caller\'s id', required: true, maxlength: 512 })),
+      h('button', { type: 'submit', class: 'secondary' }, 'Find'));
     const auto = h('input', { type: 'checkbox', id: 'autorefresh', checked: true });
     const state = h('span', { class: 'muted', id: 'logs-state' });
     put(main, search, form, h('p', { class: 'row' }, h('label', { for: 'autorefresh' }, auto, ' Refresh every 3 s'), state));
@@ -163,6 +165,7 @@
       }
       params.set(name, v);
     }
+    if (q.get('request_id')) params.set('request_id', q.get('request_id'));
     params.set('limit', '50');
     let rows = [], cursor = null, last = '';
     const render = () => {
@@ -172,6 +175,7 @@
         { label: 'Status', num: true, cell: (r) => h('span', { class: r.status >= 400 ? 'bad' : 'ok' }, r.status) },
         { label: 'Class', cell: (r) => r.error_code || 'ok' },
         { label: 'Request', cell: (r) => h('a', { href: '/console/logs?request=' + encodeURIComponent(r.request_id), id: 'req-' + r.request_id, class: 'mono' }, r.request_id) },
+        { label: 'Caller id', cell: (r) => r.caller_request_id ? h('span', { class: 'mono' }, r.caller_request_id) : '—' },
         { label: 'Key', cell: (r) => keyOf(r) ? h('span', { title: keyOf(r) }, names[keyOf(r)] || keyOf(r)) : '—' },
         { label: 'Account', cell: (r) => h('span', { class: 'mono' }, r.account || '—') },
         { label: 'Model', cell: (r) => r.model },
@@ -187,6 +191,10 @@
       try {
         const page = await api('GET', 'requests?' + params);
         const sig = JSON.stringify(page.data);
+        if (params.get('request_id') && !last && page.data.length === 1 && !page.next_cursor) {
+          location.replace('/console/logs?request=' + encodeURIComponent(page.data[0].request_id)); // the one match
+          return;
+        }
         if (sig !== last) { last = sig; rows = page.data; cursor = page.next_cursor; render(); }
         state.textContent = 'Updated ' + new Date().toLocaleTimeString();
       } catch (e) { list = replace(list, h('div', { id: 'logs' }, errorBox(e))); }
@@ -212,7 +220,7 @@
     const names = await keyNames();
     const reserved = (r.attempts || []).reduce((s, t) => s + (t.reserved_max_usd || 0), 0);
     put(main, h('dl', { class: 'kv', id: 'request-summary' },
-      kv('Time', fmtTime(r.created_at)), kv('Model', r.model), kv('Surface', r.surface), kv('Account', r.account || '—'),
+      kv('Time', fmtTime(r.created_at)), kv('Caller request id', r.caller_request_id || '—'), kv('Model', r.model), kv('Surface', r.surface), kv('Account', r.account || '—'),
       kv('Key', keyOf(r) ? (names[keyOf(r)] ? `${names[keyOf(r)]} (${keyOf(r)})` : keyOf(r)) : '—'), kv('Status', String(r.status)), kv('Class', r.error_code || 'ok'), kv('Stream', r.stream ? 'yes' : 'no'),
       kv('Served by', a ? a.deployment : '—'), kv('Cost', fmtUSD(cost(r))), kv('Duration', fmtMS(r.duration_ms))));
     put(main, h('h2', {}, 'Attempts'), table([
