@@ -94,7 +94,7 @@ func TestStreamDecode(t *testing.T) {
 		`args 1 "\"CET\"}"`,
 		`args 0 "\"Paris\"}"`,
 		"finish tool_use",
-		"usage {Input:70 Cached:30 CacheWrite:0 CacheWrite1h:0 Output:20 Reasoning:5}",
+		"usage {Input:70 Cached:30 CacheWrite:0 CacheWrite1h:0 Output:20 Reasoning:5 WebSearchRequests:0}",
 		"done",
 	}
 	var gs []string
