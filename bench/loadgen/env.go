@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for -postgres
 
 	"github.com/switchyard-gw/switchyard/internal/accounts"
 	"github.com/switchyard-gw/switchyard/internal/audit"
@@ -254,7 +257,7 @@ deployments:
 // audit.NewRecorder, server.New with the store as its accounts store, Server.Run),
 // authentication off.
 // traceSample, when positive, traces the default Switchyard at that ratio (-trace-sample).
-func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, keyed bool, traceSample float64) (gatewayURLs, error) {
+func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, keyed bool, traceSample float64, pg string) (gatewayURLs, error) {
 	var out gatewayURLs
 	cln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -279,24 +282,24 @@ func startGateways(g *group, p providerURLs, logf func(string, ...any), obs, key
 		*b.dst = "http://" + ln.Addr().String()
 	}
 
-	if out.Switchyard, _, err = startSwitchyard(g, p, logf, obsDefault, traceSample); err != nil {
+	if out.Switchyard, _, err = startSwitchyard(g, p, logf, obsDefault, traceSample, pg); err != nil {
 		return out, err
 	}
 	if keyed {
-		if out.SwitchyardKeyed, out.KeyedSecret, err = startSwitchyard(g, p, logf, obsKeyed, traceSample); err != nil {
+		if out.SwitchyardKeyed, out.KeyedSecret, err = startSwitchyard(g, p, logf, obsKeyed, traceSample, pg); err != nil {
 			return out, err
 		}
-		if out.SwitchyardMetered, out.MeteredSecret, err = startSwitchyard(g, p, logf, obsMetered, traceSample); err != nil {
+		if out.SwitchyardMetered, out.MeteredSecret, err = startSwitchyard(g, p, logf, obsMetered, traceSample, pg); err != nil {
 			return out, err
 		}
 	}
 	if !obs {
 		return out, nil
 	}
-	if out.SwitchyardObsOff, _, err = startSwitchyard(g, p, logf, obsOff, 0); err != nil {
+	if out.SwitchyardObsOff, _, err = startSwitchyard(g, p, logf, obsOff, 0, pg); err != nil {
 		return out, err
 	}
-	out.SwitchyardTraced, _, err = startSwitchyard(g, p, logf, obsTraced, 0.1)
+	out.SwitchyardTraced, _, err = startSwitchyard(g, p, logf, obsTraced, 0.1, pg)
 	return out, err
 }
 
@@ -315,13 +318,18 @@ var obsTarget = [...]string{obsDefault: "switchyard", obsOff: "switchyard-obs-of
 // startSwitchyard starts one Switchyard of the variant obs, built as cmd/switchyard's run()
 // builds it, and returns its root URL. sample is the tracing ratio of obsDefault and obsTraced
 // (0: obsDefault untraced). obsKeyed also returns the secret of the key to call it with.
-func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int, sample float64) (root, secret string, err error) {
+func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs int, sample float64, pg string) (root, secret string, err error) {
 	dir, err := os.MkdirTemp("", "switchyard-bench-")
 	if err != nil {
 		return "", "", err
 	}
 	g.after = append(g.after, func() { _ = os.RemoveAll(dir) })
 	storeURL := "sqlite://" + filepath.Join(dir, "bench.db")
+	if pg != "" {
+		if storeURL, err = benchDatabase(g, pg, obsTarget[obs]); err != nil {
+			return "", "", err
+		}
+	}
 	cfg, err := config.Parse("bench.yaml", []byte(benchConfig(p, storeURL, obs == obsKeyed || obs == obsMetered)))
 	if err != nil {
 		return "", "", err
@@ -496,4 +504,28 @@ func labeled(name string, h http.Handler) http.Handler {
 		pprof.SetGoroutineLabels(lctx)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// benchDatabase creates a database of its own for the target name on the Postgres server of
+// base (postgres://USER@HOST:PORT/DB) and returns its URL; the group's after hook drops it.
+func benchDatabase(g *group, base, name string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("-postgres %q: want postgres://USER@HOST:PORT/DB", base)
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		return "", err
+	}
+	db := fmt.Sprintf("sy_bench_%d_%s", os.Getpid(), strings.ReplaceAll(name, "-", "_"))
+	if _, err := admin.ExecContext(g.ctx, "CREATE DATABASE "+db); err != nil {
+		admin.Close()
+		return "", fmt.Errorf("creating the bench database: %w", err)
+	}
+	g.after = append(g.after, func() {
+		_, _ = admin.Exec("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)")
+		admin.Close()
+	})
+	u.Path = "/" + db
+	return u.String(), nil
 }

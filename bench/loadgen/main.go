@@ -103,6 +103,10 @@ type options struct {
 	// round as interleaved slices of this length: every target's first slice, then every
 	// target's second, ... (-slice; 0: each target's phase in one piece).
 	slice time.Duration
+	// postgres, when set, is a Postgres server URL (postgres://USER@HOST:PORT/DB): every
+	// Switchyard target gets a database of its own there, created for the run and dropped after
+	// it, instead of a SQLite file (-postgres; issue 24's Postgres figures).
+	postgres string
 }
 
 // presets are named sets of flag values (-preset); a flag given on the command line wins.
@@ -152,6 +156,7 @@ func main() {
 	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
 	flag.DurationVar(&o.slice, "slice", 0, "measure each target's phase as interleaved slices of this length, the targets taking turns (0: one piece per target)")
 	var preset string
+	flag.StringVar(&o.postgres, "postgres", "", "store every Switchyard target in a database of its own on this Postgres server (postgres://USER@HOST:PORT/DB, created and dropped per run) instead of a SQLite file")
 	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run), issue24 (anonymous, keyed and metered)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
 	flag.StringVar(&role, "role", "", "internal: child process role (providers, gateways)")
@@ -218,7 +223,7 @@ func main() {
 // runGateways is the gateways child: bare proxies and Switchyard, profiled when asked.
 func runGateways(p providerURLs, o options, logf func(string, ...any)) error {
 	g := newGroup()
-	gw, err := startGateways(g, p, logf, o.obs, o.keyed, o.traceSample)
+	gw, err := startGateways(g, p, logf, o.obs, o.keyed, o.traceSample, o.postgres)
 	if err != nil {
 		g.stop()
 		return err
@@ -277,7 +282,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		if p, err = startProviders(g, o.fakeAddrs, o.deltas, o.gap); err != nil {
 			return err
 		}
-		if gw, err = startGateways(g, p, logf, o.obs, o.keyed, o.traceSample); err != nil {
+		if gw, err = startGateways(g, p, logf, o.obs, o.keyed, o.traceSample, o.postgres); err != nil {
 			return err
 		}
 		stopProf, err := startProfiles(o.cpuProfile, o.memProf)
@@ -298,7 +303,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		pj, _ := json.Marshal(p)
 		stopG, err := spawn([]string{"-role=gateways", "-providers=" + string(pj),
 			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs), fmt.Sprintf("-keyed=%t", o.keyed),
-			"-trace-sample=" + strconv.FormatFloat(o.traceSample, 'g', -1, 64)}, &gw)
+			"-postgres=" + o.postgres, "-trace-sample=" + strconv.FormatFloat(o.traceSample, 'g', -1, 64)}, &gw)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package accounts
 
+import "github.com/switchyard-gw/switchyard/internal/batch"
+
 // NextWindow and WindowGrowBatch export the Writer's commit window rule to the tests.
-var NextWindow = nextWindow
+var NextWindow = batch.NextWindow
 
 const WindowGrowBatch = windowGrowBatch

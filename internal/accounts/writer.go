@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/batch"
 )
 
 // Defaults of WriterOptions.
@@ -423,7 +425,7 @@ func (w *Writer) Run(ctx context.Context) error {
 			written += n
 		}
 		if timed {
-			window = nextWindow(window, w.flushEvery, w.maxFlush, written, windowGrowBatch)
+			window = batch.NextWindow(window, w.flushEvery, w.maxFlush, written, windowGrowBatch)
 			tick.Reset(window)
 		}
 	}
@@ -507,18 +509,6 @@ func (w *Writer) writeBatch(ctx context.Context) (int, error) {
 // windowGrowBatch is the batch, entries, from which a timed write doubles the commit window
 // (WriterOptions.MaxFlushInterval).
 const windowGrowBatch = 64
-
-// nextWindow is the commit window after a timed write of n entries in window w: doubled (at
-// most hi) when n >= grow, halved (at least lo) when n < grow/2, else w.
-func nextWindow(w, lo, hi time.Duration, n, grow int) time.Duration {
-	switch {
-	case n >= grow:
-		return min(2*w, hi)
-	case n < grow/2:
-		return max(w/2, lo)
-	}
-	return w
-}
 
 // advance marks every entry numbered <= seq done and wakes Flush. w.mu must be held.
 func (w *Writer) advance(seq uint64) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchyard-gw/switchyard/internal/batch"
 )
 
 // Defaults of Options.
@@ -23,19 +25,6 @@ const (
 // rewritten whole) is paid by few records either way, and a short window keeps the call log
 // fresh; above it a longer window makes fewer, larger commits (issue 27).
 const windowGrowBatch = 64
-
-// nextWindow is the commit window after a timed write of n entries in window w: doubled (at
-// most hi) when n >= grow, halved (at least lo) when n < grow/2, else w. The window grows with
-// the load and shrinks back when it falls; no request waits for it (writers are queues).
-func nextWindow(w, lo, hi time.Duration, n, grow int) time.Duration {
-	switch {
-	case n >= grow:
-		return min(2*w, hi)
-	case n < grow/2:
-		return max(w/2, lo)
-	}
-	return w
-}
 
 // Options configure a Recorder. The zero value gives the defaults.
 type Options struct {
@@ -271,7 +260,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			n += k
 		}
 		if timed {
-			window = nextWindow(window, r.flushEvery, r.maxFlush, n, windowGrowBatch)
+			window = batch.NextWindow(window, r.flushEvery, r.maxFlush, n, windowGrowBatch)
 			tick.Reset(window)
 		}
 		r.logLosses(false)

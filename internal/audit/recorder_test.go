@@ -400,28 +400,3 @@ func BenchmarkRecord(b *testing.B) {
 	})
 }
 
-// TestNextWindow: the commit window doubles after a timed write of at least windowGrowBatch
-// records, up to the maximum, halves after one of fewer than half of it, down to the minimum,
-// and stays between (issue 27: larger commits under load, the short window back at low load).
-func TestNextWindow(t *testing.T) {
-	const lo, hi = 100 * time.Millisecond, time.Second
-	for _, c := range []struct {
-		w    time.Duration
-		n    int
-		want time.Duration
-	}{
-		{lo, windowGrowBatch, 2 * lo},
-		{lo, 10 * windowGrowBatch, 2 * lo},
-		{800 * time.Millisecond, windowGrowBatch, hi},
-		{hi, 1000, hi},
-		{hi, windowGrowBatch/2 - 1, hi / 2},
-		{hi, 0, hi / 2},
-		{lo, 0, lo},
-		{400 * time.Millisecond, windowGrowBatch / 2, 400 * time.Millisecond},
-		{400 * time.Millisecond, windowGrowBatch - 1, 400 * time.Millisecond},
-	} {
-		if got := nextWindow(c.w, lo, hi, c.n, windowGrowBatch); got != c.want {
-			t.Errorf("nextWindow(%v, n=%d) = %v, want %v", c.w, c.n, got, c.want)
-		}
-	}
-}
