@@ -399,4 +399,3 @@ func BenchmarkRecord(b *testing.B) {
 		<-done
 	})
 }
-
