@@ -114,6 +114,23 @@ func RowOf(rec *audit.Record) Row {
 // RowColumns are the columns of requests that ScanRow reads, in its order.
 const RowColumns = "created_at, error_code, model, deployment, key_id, account, cost_usd, input_tokens, output_tokens, duration_ms, ttft_ms, stream"
 
+// ScanPruned reads the rows of RowColumns that a prune deletes (DELETE ... RETURNING, or its
+// SELECT) and closes them: the rollup to subtract (each row with sign -1), how many rows, and the
+// newest created_at among them (Unix ns; 0 for none).
+func ScanPruned(rows *sql.Rows) (roll Rollup, n int, newest int64, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		r, err := ScanRow(rows)
+		if err != nil {
+			return roll, 0, 0, err
+		}
+		roll.Add(r, -1)
+		newest = max(newest, r.CreatedAt)
+		n++
+	}
+	return roll, n, newest, rows.Err()
+}
+
 // ScanRow reads one row of RowColumns.
 func ScanRow(rows *sql.Rows) (Row, error) {
 	var r Row

@@ -353,21 +353,8 @@ func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (in
 	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
-	var roll auditsql.Rollup
-	n := 0
-	var newest int64
-	for rows.Next() {
-		r, err := auditsql.ScanRow(rows)
-		if err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: pruning audit records: %w", err)
-		}
-		roll.Add(r, -1)
-		newest = max(newest, r.CreatedAt)
-		n++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	roll, n, newest, err := auditsql.ScanPruned(rows)
+	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
 	if err := applyRollup(ctx, tx, &roll); err != nil {

@@ -417,25 +417,12 @@ func (db *DB) PruneRecords(ctx context.Context, before time.Time, limit int) (in
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
 	defer tx.Rollback()
-	var roll auditsql.Rollup
 	rows, err := tx.QueryContext(ctx, pruneRecords, before.UnixNano(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
-	n := 0
-	var newest int64
-	for rows.Next() {
-		r, err := auditsql.ScanRow(rows)
-		if err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("store: pruning audit records: %w", err)
-		}
-		roll.Add(r, -1)
-		newest = max(newest, r.CreatedAt)
-		n++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	roll, n, newest, err := auditsql.ScanPruned(rows)
+	if err != nil {
 		return 0, fmt.Errorf("store: pruning audit records: %w", err)
 	}
 	var sums, lat []byte
