@@ -247,7 +247,13 @@ func TestConsoleOverviewInBrowser(t *testing.T) {
 	t.Run("find requests by the caller's request id", func(t *testing.T) {
 		run(t, chromedp.EmulateViewport(420, 900), chromedp.Navigate(g.URL+"/console/logs"), chromedp.WaitVisible(chromedp.ID("f-request")),
 			chromedp.SendKeys(chromedp.ID("f-request"), "ov-caller-1"), chromedp.Submit(chromedp.ID("f-request")),
-			chromedp.WaitVisible(chromedp.CSS("#logs table")))
+			chromedp.WaitVisible(chromedp.CSS("#logs table")),
+			// The search's rows, not the table drawn before its answer came (a slow -race run).
+			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := chromedp.Poll[bool](`[...document.querySelectorAll('#logs tbody tr')].filter(r => r.textContent.includes('ov-caller-1')).length >= 2`,
+					chromedp.WithPollingTimeout(10*time.Second))(ctx, tg)
+				return err
+			}))
 		if loc := get(t, tab, chromedp.Location()); !strings.Contains(loc, "request_id=ov-caller-1") {
 			t.Errorf("search went to %s", loc)
 		}
