@@ -364,6 +364,12 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	rec := audit.NewRecorder(st, audit.Options{Logf: logf})
 	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logf: logf,
 		Logger: slog.New(slog.DiscardHandler)} // no access log on the harness's stderr
+	switch {
+	case ledgerJournal != "":
+		so.LedgerJournal = ledgerJournal
+	case pg != "": // what cmd/switchyard does on a shared store: a directory of the process's own
+		so.LedgerJournal = filepath.Join(dir, "ledger")
+	}
 	switch obs {
 	case obsOff:
 		so.MetricsOff = true
@@ -413,6 +419,10 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	g.httpServe(ln, obsTarget[obs], srv)
 	return "http://" + ln.Addr().String(), secret, nil
 }
+
+// ledgerJournal is -ledger-journal: the Switchyard targets' store.ledger_journal ("" the
+// default).
+var ledgerJournal string
 
 // spawn runs this program again in a server role and reads the JSON line of URLs it prints.
 // The child stops when its stdin closes (when the parent calls the returned stop, or dies).

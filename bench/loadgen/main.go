@@ -156,6 +156,7 @@ func main() {
 	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
 	flag.DurationVar(&o.slice, "slice", 0, "measure each target's phase as interleaved slices of this length, the targets taking turns (0: one piece per target)")
 	var preset string
+	flag.StringVar(&ledgerJournal, "ledger-journal", "", "the Switchyard targets' store.ledger_journal: \"\" (the default: a directory of the target's own) or off (a keyed request's commit waits for the store)")
 	flag.StringVar(&o.postgres, "postgres", "", "store every Switchyard target in a database of its own on this Postgres server (postgres://USER@HOST:PORT/DB, created and dropped per run) instead of a SQLite file")
 	flag.StringVar(&preset, "preset", "", "named flag values, overridden by flags given: issue15 (the issue 15 table in one run), issue24 (anonymous, keyed and metered)")
 	flag.Var(&o.targets, "target", "external gateway NAME=URL on loopback (repeatable)")
@@ -303,7 +304,7 @@ func runParent(o options, logf func(string, ...any)) error {
 		pj, _ := json.Marshal(p)
 		stopG, err := spawn([]string{"-role=gateways", "-providers=" + string(pj),
 			"-cpuprofile=" + o.cpuProfile, "-memprofile=" + o.memProf, fmt.Sprintf("-obs=%t", o.obs), fmt.Sprintf("-keyed=%t", o.keyed),
-			"-postgres=" + o.postgres, "-trace-sample=" + strconv.FormatFloat(o.traceSample, 'g', -1, 64)}, &gw)
+			"-postgres=" + o.postgres, "-ledger-journal=" + ledgerJournal, "-trace-sample=" + strconv.FormatFloat(o.traceSample, 'g', -1, 64)}, &gw)
 		if err != nil {
 			return err
 		}

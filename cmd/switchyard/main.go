@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -348,6 +349,9 @@ func restartOnly(prev, next *config.Config) []string {
 	if prev.Store.AuditRetention != next.Store.AuditRetention {
 		out = append(out, "store.audit_retention") // the pruner's, started once
 	}
+	if prev.Store.LedgerJournal != next.Store.LedgerJournal {
+		out = append(out, "store.ledger_journal") // the ledger writer's, opened once
+	}
 	if prev.Admission.URL != next.Admission.URL {
 		out = append(out, "admission.url")
 	}
@@ -473,6 +477,8 @@ func run(ctx context.Context, cfg *config.Config, opts runOptions) error {
 	so := server.Options{Recorder: rec, Ready: st.Ping, Accounts: st, Logger: lg, Tracing: tr}
 	if opts.noAccounts {
 		so.Accounts = nil
+	} else {
+		so.LedgerJournal = ledgerJournal(cfg.Store, logf)
 	}
 	srv, err := server.New(cfg, cat, so)
 	if err != nil {
@@ -614,4 +620,28 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// DefaultSharedLedgerJournal is store.ledger_journal's default on a shared store (postgres): a
+// directory in the working directory (the container image's /data).
+const DefaultSharedLedgerJournal = "switchyard-ledger"
+
+// ledgerJournal is server.Options.LedgerJournal from store (docs/deploy.md "The ledger
+// journal"): as given; for an empty one on a shared store, DefaultSharedLedgerJournal, or "off"
+// with a log line saying why when that directory cannot be made (a read-only working
+// directory): the commit then waits for the store, as before the journal. An embedded store
+// given none keeps its own ("").
+func ledgerJournal(st config.Store, logf func(string, ...any)) string {
+	if st.LedgerJournal != "" || strings.HasPrefix(st.URL, "sqlite:") {
+		return st.LedgerJournal
+	}
+	dir, err := filepath.Abs(DefaultSharedLedgerJournal)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		logf("ledger journal off: %v; keyed requests wait for the store's commit (set store.ledger_journal to a writable directory)", err)
+		return "off"
+	}
+	return dir
 }

@@ -42,7 +42,10 @@ type FileJournal struct {
 }
 
 // OpenJournal creates the journal of replica in dir (created with mode 0700 when missing):
-// two empty segment files, mode 0600.
+// two empty segment files, mode 0600, each locked (flock, exclusive) for as long as the journal
+// is open, so that another process replaying the directory (ReplayJournals) leaves them alone
+// while this one lives. A segment is created under a temporary name, locked, and only then
+// renamed to the name a replay looks for: no replay ever sees it unlocked.
 func OpenJournal(dir, replica string) (*FileJournal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("accounts: ledger journal: %w", err)
@@ -50,7 +53,7 @@ func OpenJournal(dir, replica string) (*FileJournal, error) {
 	j := &FileJournal{}
 	for k := range j.f {
 		j.path[k] = filepath.Join(dir, replica+"."+strconv.Itoa(k)+journalExt)
-		f, err := os.OpenFile(j.path[k], os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+		f, err := openLockedSegment(j.path[k])
 		if err != nil {
 			j.Close(false)
 			return nil, fmt.Errorf("accounts: ledger journal: %w", err)
@@ -58,6 +61,28 @@ func OpenJournal(dir, replica string) (*FileJournal, error) {
 		j.f[k] = f
 	}
 	return j, nil
+}
+
+// openLockedSegment creates the empty segment file path, locked, through a temporary name.
+func openLockedSegment(path string) (*os.File, error) {
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := lockJournal(f)
+	if err == nil && !ok {
+		err = errors.New("locked by another process")
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	return f, nil
 }
 
 // Log implements Journal: one line, `at amount "account" "key" "request" "model"`
@@ -109,14 +134,17 @@ func (j *FileJournal) Close(clean bool) error {
 	return errors.Join(errs...)
 }
 
-// ReplayJournals writes to st every reserve of the journals in dir other than those of the
-// replica except (this process's), then removes their files: a journal left by a process that
-// ended without draining its writer (kill -9, an OOM, a drain that timed out). Each reserve
-// names the replica whose file it came from; a reserve (or its settle or release) already
-// stored is skipped by the store (AppendLedger's unique indexes), and a reserve whose request
-// has ended is not reopened, so replaying twice changes nothing. It returns how many entries it
-// read. A line that cannot be read (a torn last write) is skipped. A missing dir replays
-// nothing.
+// ReplayJournals writes to st every reserve of the journals in dir that no live process holds,
+// other than those of the replica except (this process's), then removes their files: a
+// journal left by a process that ended without draining its writer (kill -9, an OOM, a drain
+// that timed out). A journal whose lock (flock) another process holds is that process's, alive,
+// and is skipped: replicas may share a directory (on one host, or a volume whose file system
+// honours flock), and each replays the journals of those that died (the Reconciler calls it
+// every heartbeat, and a process at its start). Each reserve names the replica whose file it
+// came from; a reserve (or its settle or release) already stored is skipped by the store
+// (AppendLedger's unique indexes), and a reserve whose request has ended is not reopened, so
+// replaying twice changes nothing. It returns how many entries it wrote. A line that cannot be
+// read (a torn last write) is skipped. A missing dir replays nothing.
 func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
 	if err != nil {
@@ -129,36 +157,61 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 		if replica == except {
 			continue
 		}
-		es, err := readJournal(path, replica)
+		n, err := replayJournal(ctx, path, replica, st)
+		total += n
 		if err != nil {
-			return total, err
-		}
-		if er, ok := st.(EndReader); ok && len(es) > 0 {
-			// A journal holds the reserves committed since its segment was last reused: most of
-			// them ended, many by a settle that took the reserve's place. Those stay one row.
-			ids := make([]string, len(es))
-			for i := range es {
-				ids[i] = es[i].RequestID
-			}
-			ended, err := er.EndedRequests(ctx, ids)
-			if err != nil {
-				return total, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err)
-			}
-			es = slices.DeleteFunc(es, func(e LedgerEntry) bool { return ended[e.RequestID] })
-		}
-		for rest := es; len(rest) > 0; {
-			n := min(len(rest), 512)
-			if err := st.AppendLedger(ctx, rest[:n]); err != nil {
-				return total, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err)
-			}
-			rest = rest[n:]
-		}
-		total += len(es)
-		if err := os.Remove(path); err != nil {
-			return total, err
+			return total, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err)
 		}
 	}
 	return total, nil
+}
+
+// replayJournal replays the segment file path of replica unless a live process holds it, and
+// removes it; it returns how many entries it wrote.
+func replayJournal(ctx context.Context, path, replica string, st Store) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // replayed and removed by another process since the glob
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close() // after the remove: the lock is held until the file is gone
+	if ok, err := lockJournal(f); err != nil || !ok {
+		return 0, err // a live process's journal, or another replay's
+	}
+	// The file may have been replayed and removed between the open and the lock: then path
+	// names no file, or another one.
+	if fi, err := f.Stat(); err != nil {
+		return 0, err
+	} else if pi, err := os.Stat(path); err != nil || !os.SameFile(fi, pi) {
+		return 0, nil
+	}
+	es, err := readJournal(f, replica)
+	if err != nil {
+		return 0, err
+	}
+	if er, ok := st.(EndReader); ok && len(es) > 0 {
+		// A journal holds the reserves committed since its segment was last reused: most of
+		// them ended, many by a settle that took the reserve's place. Those stay one row.
+		ids := make([]string, len(es))
+		for i := range es {
+			ids[i] = es[i].RequestID
+		}
+		ended, err := er.EndedRequests(ctx, ids)
+		if err != nil {
+			return 0, err
+		}
+		es = slices.DeleteFunc(es, func(e LedgerEntry) bool { return ended[e.RequestID] })
+	}
+	for rest := es; len(rest) > 0; {
+		n := min(len(rest), 512)
+		if err := st.AppendLedger(ctx, rest[:n]); err != nil {
+			return 0, err
+		}
+		rest = rest[n:]
+	}
+	return len(es), os.Remove(path)
 }
 
 // EndReader is a store that says which requests have a settle or a release stored
@@ -169,12 +222,7 @@ type EndReader interface {
 }
 
 // readJournal reads the reserves of one segment file of replica.
-func readJournal(path, replica string) ([]LedgerEntry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("accounts: ledger journal: %w", err)
-	}
-	defer f.Close()
+func readJournal(f *os.File, replica string) ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)

@@ -51,6 +51,12 @@ type ReconcilerOptions struct {
 	Logf func(format string, args ...any)
 	// Count is called once per entry written, with its mark; nil counts nothing.
 	Count func(mark string)
+	// Replay, when set, writes the reserves of dead processes' crash journals to the ledger
+	// (ReplayJournals over the journal directory this replica shares with others): Run calls it
+	// every Heartbeat interval, before it reconciles, so that the reserves a replica killed
+	// before its batch committed are in the ledger for the reconciliation to close, without
+	// waiting for a process to start on that directory. It returns how many it wrote.
+	Replay func(ctx context.Context) (int, error)
 }
 
 // Reconciler keeps one replica's heartbeat and closes the reserves of replicas that are gone
@@ -167,6 +173,12 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	var lastLog time.Time
 	for {
 		err := r.Beat(ctx)
+		if err == nil && r.o.Replay != nil {
+			var n int
+			if n, err = r.o.Replay(ctx); n > 0 {
+				r.o.Logf("ledger: %d reserves replayed from the journal of a process that died; the reconciliation closes them", n)
+			}
+		}
 		if err == nil {
 			_, err = r.Reconcile(ctx, time.Now())
 		}

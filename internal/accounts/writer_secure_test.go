@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,7 +135,8 @@ func TestWriterJournal(t *testing.T) {
 		t.Fatalf("Secure with a journal and no writer running: %v, want nil at once", err)
 	}
 	tk2, _ := w.Reserve(accounts.LedgerEntry{AccountID: "a", RequestID: "req_unsecured"})
-	_ = tk2 // never reached its commit: not journaled
+	_ = tk2        // never reached its commit: not journaled
+	j.Close(false) // the process dies: its files stay, the kernel drops its locks
 
 	live, err := accounts.OpenJournal(dir, "rep_live")
 	if err != nil {
@@ -214,5 +216,59 @@ func TestJournalSegments(t *testing.T) {
 	}
 	if got := size(); got > 2*accounts.JournalSegmentBytes+4096 {
 		t.Errorf("journal %d bytes with the store keeping up, want <= 2 segments", got)
+	}
+}
+
+// TestJournalSharedDirectory: processes may share a journal directory. A replay skips the
+// journal of a live process (its lock is held), however it is named, and replays that of one
+// that died (its lock is gone); replays running at once write each entry once.
+func TestJournalSharedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	entry := func(rid string) *accounts.LedgerEntry {
+		return &accounts.LedgerEntry{At: time.Unix(1700000000, 0).UTC(), AccountID: "a", RequestID: rid, AmountMicroUSD: 7}
+	}
+	live, err := accounts.OpenJournal(dir, "rep_live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close(true)
+	if err := live.Log(entry("req_live"), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := accounts.OpenJournal(dir, "rep_dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Log(entry("req_dead"), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	dead.Close(false) // the process died: its files stay, its locks are gone
+
+	st := &fakeStore{}
+	var wg sync.WaitGroup
+	for range 8 { // eight replicas of one host replaying at once
+		wg.Go(func() {
+			if _, err := accounts.ReplayJournals(context.Background(), dir, "rep_other", st); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	var rids []string
+	for _, e := range st.written {
+		rids = append(rids, e.RequestID+"@"+e.Replica)
+	}
+	if !slices.Equal(rids, []string{"req_dead@rep_dead"}) {
+		t.Fatalf("replayed %v, want the dead process's reserve once, and nothing of the live one's", rids)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(left) != 2 {
+		t.Fatalf("files left %v, want the live journal's two segments", left)
+	}
+
+	// The live process dies too: the next replay writes its reserve.
+	live.Close(false)
+	if n, err := accounts.ReplayJournals(context.Background(), dir, "rep_other", st); err != nil || n != 1 {
+		t.Fatalf("after the live process died: replayed %d, %v; want 1", n, err)
 	}
 }

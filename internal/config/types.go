@@ -80,6 +80,17 @@ type Store struct {
 	// "0" or "off" keeps them forever): older ones are deleted in the background, in small
 	// batches (audit.Prune). The ledger is never deleted. Read at start.
 	AuditRetention Retention `yaml:"audit_retention"`
+	// LedgerJournal is the directory of the ledger's crash journals (docs/deploy.md "The ledger
+	// journal"): a keyed request's reserve is secured at its commit (the first byte to the
+	// caller) by one append to this process's journal file there, instead of a wait for the
+	// store's commit; a process killed before its ledger batch was committed leaves its
+	// reserves there, and the next process started on the directory, or any live replica
+	// sharing it, writes them to the ledger for the crash reconciliation. Empty: next to the
+	// database file for sqlite ("<file>-ledger"), "switchyard-ledger" in the working directory
+	// for postgres (if it cannot be created, the process logs why and runs with "off"). "off":
+	// no journal; the commit waits for the store's group commit, which also covers the loss of
+	// the host, at the cost of the store's round trip on every keyed request. Read at start.
+	LedgerJournal string `yaml:"ledger_journal"`
 }
 
 // Admission selects the admission store: memory:// (default) or redis://...

@@ -201,6 +201,9 @@ func (c *cluster) start(t *testing.T, r *replica) {
 		return
 	}
 	cmd := exec.Command(c.bin, "serve", "--config", r.cfg)
+	// One working directory for all: the replicas share the default ledger journal directory
+	// (switchyard-ledger), as replicas of one host do, and replay each other's after a kill.
+	cmd.Dir = c.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

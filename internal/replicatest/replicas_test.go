@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -109,16 +111,34 @@ func testKillUnderLoad(t *testing.T, c *cluster) {
 		})
 	}
 	time.Sleep(1500 * time.Millisecond)
+	// The ledger table is locked for the last 400 ms before the kill: no replica's ledger batch
+	// commits meanwhile, but requests go on being served (their reserves are secured in the
+	// journal, not in Postgres), so the dead replica leaves served requests whose only trace is
+	// its journal, every run.
+	tx, err := c.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`LOCK TABLE ledger IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
 	c.kill(c.reps[2])
 	killedAt := time.Now()
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
 	close(killed)
 	time.Sleep(1000 * time.Millisecond)
 	stop()
 	wg.Wait()
-	c.start(t, c.reps[2])
-	if t.Failed() {
-		t.FailNow()
-	}
+	// Replica 2 stays dead until its requests are checked: the reserves it secured in its
+	// journal before their batch was committed reach the ledger through the survivors, which
+	// share its journal directory and replay it at their next heartbeat (docs/deploy.md "The
+	// ledger journal"), and their reconciliation closes them.
+	defer func() {
+		c.start(t, c.reps[2])
+	}()
 
 	served := map[string]int{} // request id -> replica
 	servedBy := make([]int, 3)
@@ -137,7 +157,7 @@ func testKillUnderLoad(t *testing.T, c *cluster) {
 
 	// The dead process's reserves are closed once its heartbeat is older than the replica timeout.
 	deadline := time.Now().Add(accounts.DefaultReplicaTimeout + 30*time.Second)
-	for c.openReserves(t, acct) > 0 {
+	for time.Since(killedAt) < accounts.DefaultReplicaTimeout+accounts.DefaultHeartbeatInterval || c.openReserves(t, acct) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d reserves still open %v after the kill", c.openReserves(t, acct), time.Since(killedAt))
 		}
@@ -181,10 +201,12 @@ func testKillUnderLoad(t *testing.T, c *cluster) {
 	for rid, rep := range served {
 		e := byReq[rid]
 		switch {
-		case e == nil || e.reserves != 1:
-			t.Errorf("served request %s (replica %d) has no reserve entry: %+v", rid, rep, e)
-		case e.settles > 1:
-			t.Errorf("served request %s has %d settles", rid, e.settles)
+		case e == nil || e.reserves+e.settles == 0:
+			// A settle that reached the writer while its reserve was still queued took the
+			// reserve's place (one row); any other served request has its reserve.
+			t.Errorf("served request %s (replica %d) has no ledger trace: %+v", rid, rep, e)
+		case e.settles > 1 || e.reserves > 1:
+			t.Errorf("served request %s has %d settles and %d reserves", rid, e.settles, e.reserves)
 		case e.settles == 1:
 			servedSettled++
 		case len(e.releases) == 1 && slices.Contains(crashMarks, e.releases[0]):
@@ -204,10 +226,28 @@ func testKillUnderLoad(t *testing.T, c *cluster) {
 	if got, want := c.balance(t, acct), int64(creditMicro)-settled; got != want {
 		t.Errorf("stored balance %d micro-USD, want credits %d - settles %d = %d", got, creditMicro, settled, want)
 	}
+	replayed := 0
+	for _, r := range c.reps[:2] {
+		b, _ := os.ReadFile(r.log)
+		for _, m := range replayedRE.FindAllSubmatch(b, -1) {
+			n, _ := strconv.Atoi(string(m[1]))
+			replayed += n
+		}
+	}
+	if replayed == 0 {
+		// Under load the dead replica's ledger writer always held some secured reserves not
+		// yet committed (its commit window is 100 ms): were none replayed, the path this test
+		// is for went untried.
+		t.Errorf("the survivors replayed no reserve from the dead replica's journal")
+	}
+	t.Logf("kill -9 under load: %d reserves replayed from the dead replica's journal by the survivors", replayed)
 	t.Logf("kill -9 under load: %d requests served (per replica %v), %d not served (connections cut by the kill, or cancelled at the end); "+
 		"of the served, %d settled and %d closed with a crash mark, none without a trace; reconciliation marks %v; all reserves closed %v after the kill",
 		len(served), servedBy, failed, servedSettled, servedMarked, marks, reconciledAfter.Round(100*time.Millisecond))
 }
+
+// replayedRE finds the survivors' log lines of a journal replay (accounts.Reconciler).
+var replayedRE = regexp.MustCompile(`ledger: (\d+) reserves replayed from the journal`)
 
 // burst sends n chat completions at once with secret, round robin over the replicas reps, and
 // returns what the callers saw.

@@ -42,13 +42,20 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 	s.box = box
 	s.replica = accounts.NewID("rep")
 	wo := accounts.WriterOptions{Logf: s.logf, Replica: s.replica}
-	if js, ok := o.Accounts.(journaled); ok && js.LedgerJournalDir() != "" {
-		// The embedded store: reserves are secured at commit in a local journal, and the
-		// journals of processes that died are written to the ledger now, before the reconciler
-		// starts (it closes them; docs/deploy.md "A replica killed").
-		dir := js.LedgerJournalDir()
+	journalDir := o.LedgerJournal
+	if js, ok := o.Accounts.(journaled); ok && journalDir == "" {
+		journalDir = js.LedgerJournalDir()
+	}
+	if journalDir == "off" {
+		journalDir = ""
+	}
+	if journalDir != "" {
+		// Reserves are secured at commit in a local journal, and the journals of processes that
+		// died are written to the ledger now, before the reconciler starts (it closes them; it
+		// also replays those of replicas sharing the directory that die later: docs/deploy.md
+		// "The ledger journal").
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		n, err := accounts.ReplayJournals(ctx, dir, s.replica, o.Accounts)
+		n, err := accounts.ReplayJournals(ctx, journalDir, s.replica, o.Accounts)
 		cancel()
 		if err != nil {
 			return err
@@ -56,14 +63,20 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 		if n > 0 {
 			s.logf("ledger: %d reserves replayed from the journals of a process that did not drain its ledger writer; the reconciliation closes them", n)
 		}
-		if wo.Journal, err = accounts.OpenJournal(dir, s.replica); err != nil {
+		if wo.Journal, err = accounts.OpenJournal(journalDir, s.replica); err != nil {
 			return err
 		}
 	}
 	s.ledger = accounts.NewWriter(o.Accounts, wo)
 	if rs, ok := o.Accounts.(accounts.ReplicaStore); ok {
-		s.reconciler = accounts.NewReconciler(o.Accounts, rs, s.replica, accounts.ReconcilerOptions{
-			Audit: s.auditEnd, Logf: s.logf, Count: func(mark string) { s.metrics.reconciled.WithLabelValues(mark).Inc() }})
+		ro := accounts.ReconcilerOptions{
+			Audit: s.auditEnd, Logf: s.logf, Count: func(mark string) { s.metrics.reconciled.WithLabelValues(mark).Inc() }}
+		if journalDir != "" {
+			ro.Replay = func(ctx context.Context) (int, error) {
+				return accounts.ReplayJournals(ctx, journalDir, s.replica, o.Accounts)
+			}
+		}
+		s.reconciler = accounts.NewReconciler(o.Accounts, rs, s.replica, ro)
 	}
 	s.cache = accounts.NewCache(o.Accounts, accounts.CacheOptions{
 		ReloadInterval: cfg.Store.ReloadInterval.D(), Pending: s.ledger.Pending, HoldPending: s.ledger.HoldPending, Logf: s.logf,

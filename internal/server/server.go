@@ -109,6 +109,14 @@ type Options struct {
 	// off stored keys, the ledger and the admin API's data (it answers 503); static keys keep
 	// working. New loads the active keys and the accounts from it.
 	Accounts accounts.Store
+	// LedgerJournal is the directory of the ledger's crash journals (accounts.FileJournal;
+	// docs/deploy.md "The ledger journal"): a request's reserve is secured at its commit by one
+	// append to this process's journal there instead of a wait for the store's commit, and the
+	// journals of processes that died there are replayed into the ledger (at the start, and every
+	// heartbeat). "" takes the embedded store's own (next to its file); "off" keeps none: the
+	// commit waits for the store (the shared store without a journal). cmd/switchyard sets it
+	// from store.ledger_journal.
+	LedgerJournal string
 }
 
 // Server serves the gateway's HTTP surfaces. Create it with New; it is an http.Handler.
