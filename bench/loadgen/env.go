@@ -420,6 +420,10 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	return "http://" + ln.Addr().String(), secret, nil
 }
 
+// walDB is a connection to the -postgres server whose WAL position readProcStats reads; nil
+// without -postgres.
+var walDB *sql.DB
+
 // ledgerJournal is -ledger-journal: the Switchyard targets' store.ledger_journal ("" the
 // default).
 var ledgerJournal string
@@ -526,6 +530,9 @@ func benchDatabase(g *group, base, name string) (string, error) {
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		return "", err
+	}
+	if walDB == nil {
+		walDB = admin // the server's WAL position, for procStats.WALBytes
 	}
 	db := fmt.Sprintf("sy_bench_%d_%s", os.Getpid(), strings.ReplaceAll(name, "-", "_"))
 	if _, err := admin.ExecContext(g.ctx, "CREATE DATABASE "+db); err != nil {

@@ -35,6 +35,10 @@ type procStats struct {
 	// write_bytes: the SQLite stores' WAL and database files, the ledger journals); 0 where the
 	// kernel does not say.
 	WriteBytes int64 `json:"write_bytes"`
+	// WALBytes is the Postgres server's WAL position (pg_current_wal_lsn, bytes) with -postgres,
+	// else 0: the WAL every Switchyard target's database wrote, read as a difference around one
+	// target's phase like the others.
+	WALBytes int64 `json:"wal_bytes"`
 }
 
 var statSamples = []metrics.Sample{
@@ -67,6 +71,12 @@ func readProcStats(gc bool) procStats {
 			if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
 				ps.WriteBytes, _ = strconv.ParseInt(v, 10, 64)
 			}
+		}
+	}
+	if walDB != nil {
+		var lsn string
+		if err := walDB.QueryRow(`SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::text`).Scan(&lsn); err == nil {
+			ps.WALBytes, _ = strconv.ParseInt(strings.TrimSuffix(lsn, ".0"), 10, 64)
 		}
 	}
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {

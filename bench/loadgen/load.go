@@ -93,6 +93,9 @@ type phase struct {
 	// batches count; a checkpoint of its database may land in the next phase): only the phase's
 	// target is loaded, every Switchyard shares the process.
 	DiskBytes float64 `json:"gateway_write_bytes_per_request"`
+	// WALBytes is the Postgres WAL written per request answered over the same span (-postgres;
+	// 0 on SQLite): every target's database is on one server, but only this one is loaded.
+	WALBytes float64 `json:"postgres_wal_bytes_per_request"`
 	// Quiesce is how long, after the phase, the harness waited for the Switchyards' audit and
 	// ledger writer queues to empty before the next phase (seconds; not part of the phase).
 	Quiesce float64 `json:"quiesce_s"`
@@ -117,7 +120,7 @@ func joinSlices(parts []phase, stream bool) phase {
 	ph := parts[0]
 	ph.Slices = len(parts)
 	cpu, alloc, gc := ph.GatewayCPU*float64(ph.OK), ph.AllocKB*float64(ph.OK), ph.GCPer10k*float64(ph.OK)
-	disk := ph.DiskBytes * float64(ph.OK)
+	disk, wal := ph.DiskBytes*float64(ph.OK), ph.WALBytes*float64(ph.OK)
 	for _, q := range parts[1:] {
 		ph.Seconds += q.Seconds
 		ph.Sent, ph.OK, ph.Errors, ph.Shed, ph.Late = ph.Sent+q.Sent, ph.OK+q.OK, ph.Errors+q.Errors, ph.Shed+q.Shed, ph.Late+q.Late
@@ -127,11 +130,12 @@ func joinSlices(parts []phase, stream bool) phase {
 		}
 		cpu, alloc, gc = cpu+q.GatewayCPU*float64(q.OK), alloc+q.AllocKB*float64(q.OK), gc+q.GCPer10k*float64(q.OK)
 		disk += q.DiskBytes * float64(q.OK)
+		wal += q.WALBytes * float64(q.OK)
 		ph.tot, ph.ttfb, ph.ttft, ph.gaps = append(ph.tot, q.tot...), append(ph.ttfb, q.ttfb...), append(ph.ttft, q.ttft...), append(ph.gaps, q.gaps...)
 	}
 	if ph.OK > 0 {
 		ph.GatewayCPU, ph.AllocKB, ph.GCPer10k = cpu/float64(ph.OK), alloc/float64(ph.OK), gc/float64(ph.OK)
-		ph.DiskBytes = disk / float64(ph.OK)
+		ph.DiskBytes, ph.WALBytes = disk/float64(ph.OK), wal/float64(ph.OK)
 	}
 	ph.Latency = summarize(ph.tot)
 	if stream {

@@ -385,6 +385,7 @@ func runParent(o options, logf func(string, ...any)) error {
 						ph.Quiesce = quiesce(ctx, ctl, sys, 10*time.Second).Seconds()
 						if io1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
 							ph.DiskBytes = float64(io1.WriteBytes-cpu0.WriteBytes) / float64(ph.OK)
+							ph.WALBytes = float64(io1.WALBytes-cpu0.WALBytes) / float64(ph.OK)
 						}
 						parts[i] = append(parts[i], ph)
 					}

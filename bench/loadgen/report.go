@@ -68,6 +68,8 @@ type row struct {
 	GCPer10k num `json:"gateway_gc_per_10k_requests"`
 	// DiskBytes is the median over rounds of the gateway's bytes written to storage per request.
 	DiskBytes num `json:"gateway_write_bytes_per_request"`
+	// WALBytes is the median over rounds of the Postgres WAL bytes per request (-postgres).
+	WALBytes num `json:"postgres_wal_bytes_per_request"`
 }
 
 // metricOf picks one distribution of a phase.
@@ -115,7 +117,7 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 					continue
 				}
 				r := row{Scenario: k.sc, Rate: k.rate, Target: t, Rounds: len(ps), Metric: m}
-				var p50, p90, p99, a50, a90, a99, ach, cpu, alloc, gcs, disk []float64
+				var p50, p90, p99, a50, a90, a99, ach, cpu, alloc, gcs, disk, wal []float64
 				for _, p := range ps {
 					r.OK += p.OK
 					r.Errors += p.Errors
@@ -127,7 +129,7 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 						alloc, gcs = append(alloc, p.AllocKB), append(gcs, p.GCPer10k)
 					}
 					if p.OK > 0 {
-						disk = append(disk, p.DiskBytes)
+						disk, wal = append(disk, p.DiskBytes), append(wal, p.WALBytes)
 					}
 					d := metricOf(p, m)
 					p50, p90, p99 = append(p50, d.P50), append(p90, d.P90), append(p99, d.P99)
@@ -139,7 +141,7 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 				r.P50, r.P90, r.P99, r.Achieved = num(median(p50)), num(median(p90)), num(median(p99)), median(ach)
 				r.AddedP50, r.AddedP90, r.AddedP99 = num(median(a50)), num(median(a90)), num(median(a99))
 				r.GatewayCPU, r.AllocKB, r.GCPer10k = num(median(cpu)), num(median(alloc)), num(median(gcs))
-				r.DiskBytes = num(median(disk))
+				r.DiskBytes, r.WALBytes = num(median(disk)), num(median(wal))
 				rows = append(rows, r)
 			}
 		}
@@ -225,11 +227,11 @@ func rx(n num) string {
 func printTables(w io.Writer, rows []row, rs []ratio, rounds int, baseline string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "\nLatency in µs, median of %d rounds; added = target − direct, per round, then the median.\n\n", rounds)
-	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tok\terr\tshed\tlate\tp50\tp90\tp99\tadded p50\tadded p90\tadded p99\tgw CPU µs/req\tgw alloc KiB/req\tGC/10k req\tgw disk B/req\t")
+	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tok\terr\tshed\tlate\tp50\tp90\tp99\tadded p50\tadded p90\tadded p99\tgw CPU µs/req\tgw alloc KiB/req\tGC/10k req\tgw disk B/req\tpg WAL B/req\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Scenario, r.Rate, r.Metric, r.Target, r.OK, r.Errors, r.Shed, r.Late,
-			us(r.P50), us(r.P90), us(r.P99), us(r.AddedP50), us(r.AddedP90), us(r.AddedP99), fx(r.GatewayCPU), fx(r.AllocKB), fx(r.GCPer10k), fx(r.DiskBytes))
+			us(r.P50), us(r.P90), us(r.P99), us(r.AddedP50), us(r.AddedP90), us(r.AddedP99), fx(r.GatewayCPU), fx(r.AllocKB), fx(r.GCPer10k), fx(r.DiskBytes), fx(r.WALBytes))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nAdded latency, target / %s:\n\n", baseline)
