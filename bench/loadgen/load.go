@@ -96,6 +96,12 @@ type phase struct {
 	// WALBytes is the Postgres WAL written per request answered over the same span (-postgres;
 	// 0 on SQLite): every target's database is on one server, but only this one is loaded.
 	WALBytes float64 `json:"postgres_wal_bytes_per_request"`
+	// WALPeakMiB is the largest the SQLite targets' -wal files were, together, from the phase's
+	// end of its quiesce back to its start, sampled every 50 ms (MiB; 0 on Postgres).
+	WALPeakMiB float64 `json:"sqlite_wal_peak_mib"`
+	// WindowP99 is the p99 latency (µs) of each -window of the phase, by send time, in order
+	// (empty without -window): whether the tail grows as the phase goes on (issue 27).
+	WindowP99 []float64 `json:"window_p99_us,omitempty"`
 	// Quiesce is how long, after the phase, the harness waited for the Switchyards' audit and
 	// ledger writer queues to empty before the next phase (seconds; not part of the phase).
 	Quiesce float64 `json:"quiesce_s"`
@@ -131,6 +137,8 @@ func joinSlices(parts []phase, stream bool) phase {
 		cpu, alloc, gc = cpu+q.GatewayCPU*float64(q.OK), alloc+q.AllocKB*float64(q.OK), gc+q.GCPer10k*float64(q.OK)
 		disk += q.DiskBytes * float64(q.OK)
 		wal += q.WALBytes * float64(q.OK)
+		ph.WALPeakMiB = max(ph.WALPeakMiB, q.WALPeakMiB)
+		ph.WindowP99 = append(ph.WindowP99, q.WindowP99...)
 		ph.tot, ph.ttfb, ph.ttft, ph.gaps = append(ph.tot, q.tot...), append(ph.ttfb, q.ttfb...), append(ph.ttft, q.ttft...), append(ph.gaps, q.gaps...)
 	}
 	if ph.OK > 0 {
@@ -157,6 +165,32 @@ type sample struct {
 // time in its own goroutine (bounded by maxInflight; beyond it the request is shed, not
 // delayed), and the phase ends when the last one returns. Timings start when the request is
 // actually sent.
+// windowLen is -window: the length of the windows of a phase whose p99 is reported apart
+// (phase.WindowP99); 0 reports none.
+var windowLen time.Duration
+
+// windowP99 is the p99 (µs) of the answered samples of each run of per consecutive samples
+// (samples are in send order, one every 1/rate s); a last window of fewer than per/2 samples is
+// left out. per < 1: none.
+func windowP99(samples []sample, per int) []float64 {
+	if per < 1 {
+		return nil
+	}
+	var out []float64
+	for lo := 0; len(samples)-lo >= max(1, per/2); lo += per {
+		var tot []int64
+		for _, s := range samples[lo:min(lo+per, len(samples))] {
+			if s.ok {
+				tot = append(tot, s.total)
+			}
+		}
+		if len(tot) > 0 {
+			out = append(out, summarize(tot).P99)
+		}
+	}
+	return out
+}
+
 func runPhase(ctx context.Context, hc *http.Client, sc scenario, root, key string, rate int, d time.Duration, maxInflight int) phase {
 	n := int(float64(rate) * d.Seconds())
 	if n < 1 {
@@ -214,6 +248,7 @@ func runPhase(ctx context.Context, hc *http.Client, sc scenario, root, key strin
 	}
 	ph.Errors = ph.Sent - ph.OK
 	ph.Slices = 1
+	ph.WindowP99 = windowP99(samples, int(float64(rate)*windowLen.Seconds()))
 	ph.tot, ph.ttfb, ph.ttft, ph.gaps = tot, ttfb, ttft, gaps
 	ph.Latency = summarize(tot)
 	if sc.Stream {

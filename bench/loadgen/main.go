@@ -109,6 +109,21 @@ type options struct {
 	postgres string
 }
 
+// windowNote is the round line's note of a phase's SQLite WAL peak and per-window p99, or "".
+func windowNote(ph phase) string {
+	var b strings.Builder
+	if ph.WALPeakMiB > 0 {
+		fmt.Fprintf(&b, " wal peak %.1f MiB", ph.WALPeakMiB)
+	}
+	if len(ph.WindowP99) > 0 {
+		b.WriteString(" p99 by window")
+		for _, v := range ph.WindowP99 {
+			fmt.Fprintf(&b, " %.0fµs", v)
+		}
+	}
+	return b.String()
+}
+
 // presets are named sets of flag values (-preset); a flag given on the command line wins.
 var presets = map[string][][2]string{
 	// issue15: the whole table of issue 15 in one run (~6 minutes on 2 quiet cores): added
@@ -126,6 +141,11 @@ var presets = map[string][][2]string{
 	// against the bare proxy's, the gateway's CPU and bytes written to disk per request.
 	"issue24": {{"rates", "500,1000"}, {"rounds", "3"}, {"duration", "5s"}, {"warmup", "1s"},
 		{"scenarios", "chat"}, {"keyed", "true"}, {"slice", "1s"}},
+	// issue27: what the embedded store writes under steady load (~8 minutes): 30 s phases of
+	// non-stream chat at 1000 req/s, not sliced, anonymous, keyed and metered, with the bytes
+	// written per request, the SQLite WAL's peak and the p99 of each 10 s window.
+	"issue27": {{"rates", "1000"}, {"rounds", "3"}, {"duration", "30s"}, {"warmup", "1s"},
+		{"scenarios", "chat"}, {"keyed", "true"}, {"window", "10s"}},
 }
 
 func main() {
@@ -154,6 +174,7 @@ func main() {
 	flag.IntVar(&o.held, "held", 0, "held-streams phase: streams held open at once through bare-proxy and switchyard, memory per stream (0: skip)")
 	flag.IntVar(&o.heldRate, "held-rate", 1000, "held-streams phase: streams opened per second")
 	flag.StringVar(&o.heldProfile, "held-heapprofile", "", "held-streams phase: write the gateway process's heap profile while held to FILE.TARGET")
+	flag.DurationVar(&windowLen, "window", 0, "also report the p99 of each window of this length of a phase, by send time (0: none)")
 	flag.DurationVar(&o.slice, "slice", 0, "measure each target's phase as interleaved slices of this length, the targets taking turns (0: one piece per target)")
 	var preset string
 	flag.StringVar(&ledgerJournal, "ledger-journal", "", "the Switchyard targets' store.ledger_journal: \"\" (the default: a directory of the target's own) or off (a keyed request's commit waits for the store)")
@@ -377,7 +398,8 @@ func runParent(o options, logf func(string, ...any)) error {
 						cpu0, cerr := getStats(ctx, ctl, gw.Control, false)
 						ph := runPhase(ctx, hc, sc, t.Root[sc.Name], t.Key, rate, length, o.maxInflight)
 						ph.Round, ph.Target = round, t.Name
-						if cpu1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
+						cpu1, err1 := getStats(ctx, ctl, gw.Control, false)
+						if err := err1; err == nil && cerr == nil && ph.OK > 0 {
 							ph.GatewayCPU = float64(cpu1.CPUNanos-cpu0.CPUNanos) / 1e3 / float64(ph.OK)
 							ph.AllocKB = float64(cpu1.AllocBytes-cpu0.AllocBytes) / 1024 / float64(ph.OK)
 							ph.GCPer10k = float64(cpu1.GCCycles-cpu0.GCCycles) * 1e4 / float64(ph.OK)
@@ -386,6 +408,7 @@ func runParent(o options, logf func(string, ...any)) error {
 						if io1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
 							ph.DiskBytes = float64(io1.WriteBytes-cpu0.WriteBytes) / float64(ph.OK)
 							ph.WALBytes = float64(io1.WALBytes-cpu0.WALBytes) / float64(ph.OK)
+							ph.WALPeakMiB = float64(max(cpu1.WALPeakBytes, io1.WALPeakBytes)) / (1 << 20)
 						}
 						parts[i] = append(parts[i], ph)
 					}
@@ -398,7 +421,7 @@ func runParent(o options, logf func(string, ...any)) error {
 					phases = append(phases, ph)
 					logf("round %d %-16s %5d/s %-12s ok %6d err %d shed %d late %d p50 %.0fµs p99 %.0fµs quiesce %.2fs%s",
 						round+1, sc.Name, rate, t.Name, ph.OK, ph.Errors, ph.Shed, ph.Late,
-						ph.Latency.P50, ph.Latency.P99, ph.Quiesce, errNote(ph.FirstErr))
+						ph.Latency.P50, ph.Latency.P99, ph.Quiesce, errNote(ph.FirstErr)+windowNote(ph))
 				}
 			}
 		}

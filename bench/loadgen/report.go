@@ -70,6 +70,13 @@ type row struct {
 	DiskBytes num `json:"gateway_write_bytes_per_request"`
 	// WALBytes is the median over rounds of the Postgres WAL bytes per request (-postgres).
 	WALBytes num `json:"postgres_wal_bytes_per_request"`
+	// WALPeakMiB is the median over rounds of the SQLite WAL's peak (MiB); FirstWindowP99 and
+	// LastWindowP99 the medians over rounds of the first and the last -window's p99 (µs), and
+	// MaxWindowP99 of the largest window p99 (0 without -window).
+	WALPeakMiB     num `json:"sqlite_wal_peak_mib"`
+	FirstWindowP99 num `json:"first_window_p99_us"`
+	LastWindowP99  num `json:"last_window_p99_us"`
+	MaxWindowP99   num `json:"max_window_p99_us"`
 }
 
 // metricOf picks one distribution of a phase.
@@ -117,7 +124,7 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 					continue
 				}
 				r := row{Scenario: k.sc, Rate: k.rate, Target: t, Rounds: len(ps), Metric: m}
-				var p50, p90, p99, a50, a90, a99, ach, cpu, alloc, gcs, disk, wal []float64
+				var p50, p90, p99, a50, a90, a99, ach, cpu, alloc, gcs, disk, wal, walPeak, firstW, lastW, maxW []float64
 				for _, p := range ps {
 					r.OK += p.OK
 					r.Errors += p.Errors
@@ -130,6 +137,10 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 					}
 					if p.OK > 0 {
 						disk, wal = append(disk, p.DiskBytes), append(wal, p.WALBytes)
+						walPeak = append(walPeak, p.WALPeakMiB)
+					}
+					if w := p.WindowP99; len(w) > 0 {
+						firstW, lastW, maxW = append(firstW, w[0]), append(lastW, w[len(w)-1]), append(maxW, slices.Max(w))
 					}
 					d := metricOf(p, m)
 					p50, p90, p99 = append(p50, d.P50), append(p90, d.P90), append(p99, d.P99)
@@ -141,7 +152,8 @@ func aggregate(phases []phase, targets []string, metrics map[string][]string) []
 				r.P50, r.P90, r.P99, r.Achieved = num(median(p50)), num(median(p90)), num(median(p99)), median(ach)
 				r.AddedP50, r.AddedP90, r.AddedP99 = num(median(a50)), num(median(a90)), num(median(a99))
 				r.GatewayCPU, r.AllocKB, r.GCPer10k = num(median(cpu)), num(median(alloc)), num(median(gcs))
-				r.DiskBytes, r.WALBytes = num(median(disk)), num(median(wal))
+				r.DiskBytes, r.WALBytes, r.WALPeakMiB = num(median(disk)), num(median(wal)), num(median(walPeak))
+				r.FirstWindowP99, r.LastWindowP99, r.MaxWindowP99 = num(median(firstW)), num(median(lastW)), num(median(maxW))
 				rows = append(rows, r)
 			}
 		}
@@ -234,6 +246,17 @@ func printTables(w io.Writer, rows []row, rs []ratio, rounds int, baseline strin
 			us(r.P50), us(r.P90), us(r.P99), us(r.AddedP50), us(r.AddedP90), us(r.AddedP99), fx(r.GatewayCPU), fx(r.AllocKB), fx(r.GCPer10k), fx(r.DiskBytes), fx(r.WALBytes))
 	}
 	_ = tw.Flush()
+	if slices.ContainsFunc(rows, func(r row) bool { return r.WALPeakMiB > 0 || r.MaxWindowP99 > 0 }) {
+		fmt.Fprintf(w, "\nSteady load (issue 27), median of %d rounds: the SQLite WAL's peak, and the p99 of the phase's first, last and worst -window.\n\n", rounds)
+		fmt.Fprintln(tw, "scenario\trate/s\ttarget\tWAL peak MiB\tp99 first window\tp99 last window\tp99 worst window\t")
+		for _, r := range rows {
+			if r.Metric != "latency" {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Rate, r.Target, fx(r.WALPeakMiB), us(r.FirstWindowP99), us(r.LastWindowP99), us(r.MaxWindowP99))
+		}
+		_ = tw.Flush()
+	}
 	fmt.Fprintf(w, "\nAdded latency, target / %s:\n\n", baseline)
 	fmt.Fprintln(tw, "scenario\trate/s\tmetric\ttarget\tadded p50\tadded p99\tgw CPU/req\t")
 	for _, r := range rs {
