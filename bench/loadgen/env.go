@@ -326,7 +326,7 @@ func startSwitchyard(g *group, p providerURLs, logf func(string, ...any), obs in
 	g.after = append(g.after, func() { _ = os.RemoveAll(dir) })
 	storeURL := "sqlite://" + filepath.Join(dir, "bench.db")
 	if pg == "" {
-		sampleWAL(filepath.Join(dir, "bench.db-wal"))
+		sampleWAL(obsTarget[obs], filepath.Join(dir, "bench.db-wal"))
 	}
 	if pg != "" {
 		if storeURL, err = benchDatabase(g, pg, obsTarget[obs]); err != nil {

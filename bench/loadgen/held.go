@@ -39,47 +39,53 @@ type procStats struct {
 	// else 0: the WAL every Switchyard target's database wrote, read as a difference around one
 	// target's phase like the others.
 	WALBytes int64 `json:"wal_bytes"`
-	// WALPeakBytes is the largest the SQLite targets' -wal files were together since the
-	// previous read of the stats (sampled every 50 ms; walSampler), 0 without SQLite targets.
-	WALPeakBytes int64 `json:"wal_peak_bytes"`
+	// WALPeakBytes is, per Switchyard target on SQLite, the largest its -wal file was since the
+	// previous read of the stats (sampled every 50 ms; walSampler).
+	WALPeakBytes map[string]int64 `json:"wal_peak_bytes,omitempty"`
 }
 
-// walSampler keeps the largest total size of the SQLite targets' -wal files since it was last
-// read (issue 27: the WAL must stay bounded): the gateways child registers each target's path
-// and starts it once.
+// walSampler keeps, per SQLite target, the largest its -wal file was since it was last read
+// (issue 27: the WAL must stay bounded): the gateways child registers each target's path and
+// the sampler runs for the life of the process.
 var walSampler struct {
 	mu    sync.Mutex
-	paths []string
-	peak  atomic.Int64
+	paths map[string]string // target -> its -wal file
+	peak  map[string]int64
 	once  sync.Once
 }
 
-// sampleWAL registers the -wal file path and starts the sampler (every 50 ms, for the life of
-// the process).
-func sampleWAL(path string) {
+// sampleWAL registers target's -wal file path and starts the sampler (every 50 ms).
+func sampleWAL(target, path string) {
 	walSampler.mu.Lock()
-	walSampler.paths = append(walSampler.paths, path)
+	if walSampler.paths == nil {
+		walSampler.paths, walSampler.peak = map[string]string{}, map[string]int64{}
+	}
+	walSampler.paths[target] = path
 	walSampler.mu.Unlock()
 	walSampler.once.Do(func() {
 		go func() { // owned: the process's; it only stats files
 			for range time.Tick(50 * time.Millisecond) {
 				walSampler.mu.Lock()
-				var total int64
-				for _, p := range walSampler.paths {
+				for t, p := range walSampler.paths {
 					if fi, err := os.Stat(p); err == nil {
-						total += fi.Size()
+						walSampler.peak[t] = max(walSampler.peak[t], fi.Size())
 					}
 				}
 				walSampler.mu.Unlock()
-				for {
-					cur := walSampler.peak.Load()
-					if total <= cur || walSampler.peak.CompareAndSwap(cur, total) {
-						break
-					}
-				}
 			}
 		}()
 	})
+}
+
+// takeWALPeaks returns the peaks since the last call and starts new ones.
+func takeWALPeaks() map[string]int64 {
+	walSampler.mu.Lock()
+	defer walSampler.mu.Unlock()
+	out := walSampler.peak
+	if out != nil {
+		walSampler.peak = make(map[string]int64, len(out))
+	}
+	return out
 }
 
 var statSamples = []metrics.Sample{
@@ -114,7 +120,7 @@ func readProcStats(gc bool) procStats {
 			}
 		}
 	}
-	ps.WALPeakBytes = walSampler.peak.Swap(0)
+	ps.WALPeakBytes = takeWALPeaks()
 	if walDB != nil {
 		var lsn string
 		if err := walDB.QueryRow(`SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::text`).Scan(&lsn); err == nil {

@@ -408,7 +408,7 @@ func runParent(o options, logf func(string, ...any)) error {
 						if io1, err := getStats(ctx, ctl, gw.Control, false); err == nil && cerr == nil && ph.OK > 0 {
 							ph.DiskBytes = float64(io1.WriteBytes-cpu0.WriteBytes) / float64(ph.OK)
 							ph.WALBytes = float64(io1.WALBytes-cpu0.WALBytes) / float64(ph.OK)
-							ph.WALPeakMiB = float64(max(cpu1.WALPeakBytes, io1.WALPeakBytes)) / (1 << 20)
+							ph.WALPeakMiB = float64(max(cpu1.WALPeakBytes[t.Name], io1.WALPeakBytes[t.Name])) / (1 << 20)
 						}
 						parts[i] = append(parts[i], ph)
 					}

@@ -56,7 +56,8 @@ type Cache struct {
 	interval time.Duration
 	pending  func(accountID string) int64
 	hold     func() (release func())
-	balances func(accountID string, balanceMicroUSD int64)
+	balances func(accountID string, balanceMicroUSD, mark int64)
+	marks    func() func(accountID string) int64
 	logf     func(string, ...any)
 	onChange func(context.Context, Change)
 
@@ -86,9 +87,14 @@ type CacheOptions struct {
 	// Logf logs failed reloads (the store's error only); nil discards.
 	Logf func(format string, args ...any)
 	// Balances receives each account's balance (the stored balance minus the settles still
-	// queued) after every reload, outside the cache's lock: the in-memory admission store of a
-	// replica without a shared store takes credits made elsewhere from it; nil discards.
-	Balances func(accountID string, balanceMicroUSD int64)
+	// queued) after every reload, outside the cache's lock, with the account's mark from
+	// BalanceMarks: the in-memory admission store of a replica without a shared store takes
+	// credits made elsewhere from it (admission.Memory.SyncBalance); nil discards.
+	Balances func(accountID string, balanceMicroUSD, mark int64)
+	// BalanceMarks, when set, is called by every reload under HoldPending, before the stored
+	// balances are read, and returns each account's mark (admission.Memory.BalanceMarks: what
+	// was charged so far), handed back to Balances with the balance read after it; nil marks 0.
+	BalanceMarks func() (mark func(accountID string) int64)
 	// AccountLayers returns limits layers that apply to every stored key of an account besides
 	// its stored settings' limits (the configured accounts' limits); nil adds none. It is
 	// called with the cache's lock held and must not call the cache.
@@ -117,14 +123,17 @@ func NewCache(st Store, o CacheOptions) *Cache {
 		o.Logf = func(string, ...any) {}
 	}
 	if o.Balances == nil {
-		o.Balances = func(string, int64) {}
+		o.Balances = func(string, int64, int64) {}
+	}
+	if o.BalanceMarks == nil {
+		o.BalanceMarks = func() func(string) int64 { return func(string) int64 { return 0 } }
 	}
 	if o.AccountLayers == nil {
 		o.AccountLayers = func(string) []admission.Layer { return nil }
 	}
 	return &Cache{
 		st: st, extra: o.AccountLayers, interval: o.ReloadInterval, pending: o.Pending, hold: o.HoldPending, logf: o.Logf,
-		onChange: o.OnChange, balances: o.Balances,
+		onChange: o.OnChange, balances: o.Balances, marks: o.BalanceMarks,
 		keys:    make(map[[sha256.Size]byte]*keyEntry),
 		byID:    make(map[string][sha256.Size]byte),
 		revoked: make(map[string]bool),
@@ -257,7 +266,7 @@ func (c *Cache) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("accounts: reloading keys: %w", err)
 	}
-	accts, pending, err := c.balancesHeld(ctx)
+	accts, pending, mark, err := c.balancesHeld(ctx)
 	if err != nil {
 		return fmt.Errorf("accounts: reloading accounts: %w", err)
 	}
@@ -296,26 +305,28 @@ func (c *Cache) Reload(ctx context.Context) error {
 	}
 	c.mu.Unlock()
 	for i := range accts {
-		c.balances(accts[i].ID, accts[i].BalanceMicroUSD-pending[i])
+		c.balances(accts[i].ID, accts[i].BalanceMicroUSD-pending[i], mark(accts[i].ID))
 	}
 	return nil
 }
 
 // balancesHeld reads the stored accounts and then each one's pending settles under one
 // HoldPending (released on every path, a panic included), so that a settle committed between
-// the two reads is counted at least once (R-BILL-1).
-func (c *Cache) balancesHeld(ctx context.Context) ([]Account, []int64, error) {
+// the two reads is counted at least once (R-BILL-1); the marks (BalanceMarks) are taken first,
+// so that a settle charged after them is counted by Balances' receiver even if both reads miss it.
+func (c *Cache) balancesHeld(ctx context.Context) ([]Account, []int64, func(string) int64, error) {
 	release := c.hold()
 	defer release()
+	mark := c.marks()
 	accts, err := c.st.Accounts(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pending := make([]int64, len(accts))
 	for i := range accts {
 		pending[i] = c.pending(accts[i].ID)
 	}
-	return accts, pending, nil
+	return accts, pending, mark, nil
 }
 
 // Run reloads the cache every reload interval until ctx is done, then returns nil. A failed

@@ -49,3 +49,44 @@ func TestWriterPendingSettles(t *testing.T) {
 		t.Errorf("Pending(a1) after the releases = %d, want 0", got)
 	}
 }
+
+// TestCacheReloadMarksBeforeRead: a reload takes the balance marks (CacheOptions.BalanceMarks)
+// under HoldPending and before it reads the stored balances, and hands each account's mark to
+// Balances with the balance it read, so that a settle charged after the read is counted by the
+// receiver (admission.Memory.SyncBalance).
+func TestCacheReloadMarksBeforeRead(t *testing.T) {
+	st := &fakeStore{accts: []accounts.Account{{ID: "a1", Billing: accounts.Prepaid, BalanceMicroUSD: 1000}}}
+	var steps []string
+	held := false
+	type got struct{ balance, mark int64 }
+	var synced []got
+	c := accounts.NewCache(st, accounts.CacheOptions{
+		Pending: func(string) int64 { return 100 },
+		HoldPending: func() func() {
+			held = true
+			return func() { held = false }
+		},
+		BalanceMarks: func() func(string) int64 {
+			steps = append(steps, "marks")
+			if !held {
+				t.Error("marks taken outside HoldPending")
+			}
+			if len(st.accts) > 0 && st.accts[0].BalanceMicroUSD != 1000 {
+				t.Error("marks taken after the read")
+			}
+			return func(id string) int64 {
+				if id != "a1" {
+					t.Errorf("mark of %q", id)
+				}
+				return 42
+			}
+		},
+		Balances: func(id string, balance, mark int64) { synced = append(synced, got{balance, mark}) },
+	})
+	if err := c.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 1 || len(synced) != 1 || synced[0] != (got{900, 42}) {
+		t.Fatalf("steps %v, synced %+v; want one marks call and a1 synced at 1000-100 with mark 42", steps, synced)
+	}
+}

@@ -67,6 +67,9 @@ type credit struct {
 	balance, reserved int64
 	seeding           int   // as counters.seeding
 	float             int64 // settles while a seed was read, subtracted from it
+	// charged is every settle's cost charged to the account since the store was made
+	// (micro-USD, only ever grows): SyncBalance subtracts what was charged after its mark.
+	charged int64
 }
 
 // NewMemory returns an empty in-memory store reading time from now (nil is time.Now) and
@@ -299,15 +302,33 @@ func (m *Memory) Credit(_ context.Context, accountID string, deltaMicroUSD int64
 	return nil
 }
 
+// BalanceMarks returns each account's mark: how much has been charged to it so far, for
+// SyncBalance. Take the marks before reading the balances to sync, at a point where every
+// settle charged so far has its ledger entry queued (the server holds Biller.Settling).
+func (m *Memory) BalanceMarks() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	marks := make(map[string]int64, len(m.accounts))
+	for id, cr := range m.accounts {
+		marks[id] = cr.charged
+	}
+	return marks
+}
+
 // SyncBalance replaces a seeded prepaid balance with balanceMicroUSD, the store of accounts'
-// balance minus this process's settles not yet written: the periodic reload of a replica that
-// runs without a shared store, so that credits made through another replica arrive. The
+// balance minus this process's settles not yet written, read after mark was taken
+// (BalanceMarks; 0 for an account it did not list), less every settle charged since mark:
+// those the read may have missed. The periodic reload of a replica that runs without a shared
+// store calls it, so that credits made through another replica arrive; without the mark a
+// settle charged between the read and the sync would be forgotten, and the balance spent twice.
+// A settle charged after mark that the read did count (queued before the read of the writer's
+// queue) is subtracted twice until the next reload: the balance errs low, never high. The
 // shared store never needs it (its balance is the one all replicas charge).
-func (m *Memory) SyncBalance(accountID string, balanceMicroUSD int64) {
+func (m *Memory) SyncBalance(accountID string, balanceMicroUSD, mark int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cr := m.accounts[accountID]; cr != nil && cr.seeded {
-		cr.balance = balanceMicroUSD
+		cr.balance = SubSat(balanceMicroUSD, cr.charged-mark)
 	}
 }
 
@@ -450,6 +471,7 @@ func (h *memHold) end(settled bool, actualTokens, cost int64) {
 		cr.reserved -= h.reserve
 		if settled {
 			cr.balance = SubSat(cr.balance, cost)
+			cr.charged = AddSat(cr.charged, cost)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 			return s.acctLayers[id] // the first load, in New, before the snapshot is published
 		},
 		OnChange: s.onChange,
-		Balances: s.syncBalance})
+		Balances: s.syncBalance, BalanceMarks: s.balanceMarks})
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	if err := s.reloadRoutable(ctx); err != nil {
@@ -102,11 +102,29 @@ type journaled interface{ LedgerJournalDir() string }
 
 // syncBalance hands a reloaded prepaid balance to an in-memory admission store, so that a
 // replica without a shared store sees credits made through another within one reload; the
-// Redis store keeps the one balance every replica charges and needs none.
-func (s *Server) syncBalance(accountID string, balanceMicroUSD int64) {
+// Redis store keeps the one balance every replica charges and needs none. mark is the
+// account's from balanceMarks, taken before the balance was read.
+func (s *Server) syncBalance(accountID string, balanceMicroUSD, mark int64) {
 	if m, ok := s.admit.(*admission.Memory); ok {
-		m.SyncBalance(accountID, balanceMicroUSD)
+		m.SyncBalance(accountID, balanceMicroUSD, mark)
 	}
+}
+
+// balanceMarks takes the in-memory admission store's marks for a reload (Cache's BalanceMarks)
+// while no settle is between its admission store call and its ledger entry (s.settling), so
+// that every settle charged before a mark is in the ledger writer's queue or the store when the
+// reload reads them.
+func (s *Server) balanceMarks() func(string) int64 {
+	m, ok := s.admit.(*admission.Memory)
+	if !ok {
+		return func(string) int64 { return 0 }
+	}
+	if s.settling != nil {
+		s.settling.Lock()
+		defer s.settling.Unlock()
+	}
+	marks := m.BalanceMarks()
+	return func(id string) int64 { return marks[id] }
 }
 
 // ReloadKeys reloads the stored keys and accounts from the store now, as Run does every
