@@ -48,8 +48,8 @@ func TestSyncBalanceKeepsSettlesAfterTheMark(t *testing.T) {
 	}
 
 	mark := m.BalanceMarks()["acct"]
-	read := int64(900) // the reload's read: stored 1000 minus the 100 still queued
-	charge(300)        // charged after the read: in neither the store nor the queue it read
+	read := int64(900)                   // the reload's read: stored 1000 minus the 100 still queued
+	charge(300)                          // charged after the read: in neither the store nor the queue it read
 	m.SyncBalance("acct", read+50, mark) // a credit of 50 made elsewhere arrives with the read
 	if got := balance(); got != 650 {
 		t.Fatalf("balance after the sync %d, want 900 + 50 - 300 = 650 (the settle after the mark kept)", got)
