@@ -173,14 +173,18 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	var lastLog time.Time
 	for {
 		err := r.Beat(ctx)
+		var replayErr error
 		if err == nil && r.o.Replay != nil {
+			// A journal that cannot be replayed now (the store refused a batch) is retried at
+			// the next beat; the reconciliation of what is stored goes on meanwhile.
 			var n int
-			if n, err = r.o.Replay(ctx); n > 0 {
+			if n, replayErr = r.o.Replay(ctx); n > 0 {
 				r.o.Logf("ledger: %d reserves replayed from the journal of a process that died; the reconciliation closes them", n)
 			}
 		}
 		if err == nil {
 			_, err = r.Reconcile(ctx, time.Now())
+			err = errors.Join(replayErr, err)
 		}
 		if err == nil {
 			err = r.st.ForgetReplicas(ctx, time.Now().Add(-24*time.Hour))
