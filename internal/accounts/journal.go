@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,14 +99,7 @@ func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
 			j.cur, j.size[o], j.max[o] = o, 0, 0
 		}
 	}
-	b := strconv.AppendInt(j.buf[:0], e.At.UnixNano(), 10)
-	b = append(b, '\t')
-	b = strconv.AppendInt(b, e.AmountMicroUSD, 10)
-	for _, s := range [...]string{e.AccountID, e.KeyID, e.RequestID, e.Model} {
-		b = append(b, '\t')
-		b = strconv.AppendQuote(b, s)
-	}
-	b = append(b, '\n')
+	b := appendJournalLine(j.buf[:0], e)
 	j.buf = b
 	n, err := j.f[j.cur].Write(b)
 	j.size[j.cur] += int64(n)
@@ -114,6 +108,19 @@ func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
 		return fmt.Errorf("accounts: ledger journal: %w", err)
 	}
 	return nil
+}
+
+// appendJournalLine appends e's journal line to b: `at amount "account" "key" "request"
+// "model"` (tab-separated, strings Go-quoted), newline-terminated; parseJournalLine reads it.
+func appendJournalLine(b []byte, e *LedgerEntry) []byte {
+	b = strconv.AppendInt(b, e.At.UnixNano(), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, e.AmountMicroUSD, 10)
+	for _, s := range [...]string{e.AccountID, e.KeyID, e.RequestID, e.Model} {
+		b = append(b, '\t')
+		b = strconv.AppendQuote(b, s)
+	}
+	return append(b, '\n')
 }
 
 // Close implements Journal: clean removes the segment files (the store holds every entry).
@@ -151,6 +158,7 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 		return 0, err
 	}
 	total := 0
+	var errs []error
 	for _, path := range files {
 		name := filepath.Base(path)
 		replica, _, _ := strings.Cut(strings.TrimSuffix(name, journalExt), ".")
@@ -159,11 +167,22 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 		}
 		n, err := replayJournal(ctx, path, replica, st)
 		total += n
-		if err != nil {
-			return total, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err)
+		if err != nil { // this file stays for the next replay; the others go on
+			errs = append(errs, fmt.Errorf("accounts: replaying ledger journal %s: %w", name, err))
 		}
 	}
-	return total, nil
+	// A segment of a process that died between creating it and renaming it into place
+	// (OpenJournal) is empty and unlocked: removed.
+	stale, _ := filepath.Glob(filepath.Join(dir, "*"+journalExt+".new"))
+	for _, path := range stale {
+		if f, err := os.Open(path); err == nil {
+			if ok, _ := lockJournal(f); ok {
+				os.Remove(path)
+			}
+			f.Close()
+		}
+	}
+	return total, errors.Join(errs...)
 }
 
 // replayJournal replays the segment file path of replica unless a live process holds it, and
@@ -221,18 +240,34 @@ type EndReader interface {
 	EndedRequests(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
-// readJournal reads the reserves of one segment file of replica.
+// maxJournalLine is the longest journal line read; a longer one (never written by Log, whose
+// fields are ids and a model name) is skipped, as a torn or foreign line is.
+const maxJournalLine = 64 << 10
+
+// readJournal reads the reserves of one segment file of replica, skipping every line that is
+// not one Log wrote.
 func readJournal(f *os.File, replica string) ([]LedgerEntry, error) {
 	var out []LedgerEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		if e, ok := parseJournalLine(sc.Bytes()); ok {
+	r := bufio.NewReaderSize(f, maxJournalLine)
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) { // too long: skip to the end of the line
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			line = nil
+		}
+		if e, ok := parseJournalLine(bytes.TrimSuffix(line, []byte{'\n'})); ok {
 			e.Replica = replica
 			out = append(out, e)
 		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
 	}
-	return out, sc.Err()
 }
 
 // parseJournalLine reads one line written by Log; false for a line that is not one.

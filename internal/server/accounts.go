@@ -58,7 +58,9 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 		n, err := accounts.ReplayJournals(ctx, journalDir, s.replica, o.Accounts)
 		cancel()
 		if err != nil {
-			return err
+			// What could not be replayed stays in its file, and the reconciler's replay at
+			// each heartbeat tries it again: the gateway starts.
+			s.logf("ledger: replaying the journals of processes that died: %v; retried every heartbeat", err)
 		}
 		if n > 0 {
 			s.logf("ledger: %d reserves replayed from the journals of a process that did not drain its ledger writer; the reconciliation closes them", n)
