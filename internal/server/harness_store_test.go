@@ -115,6 +115,12 @@ func startGatewayFull(t testing.TB, st store.Store, admit admission.Store, tune 
 	}
 	opts := server.Options{Recorder: g.Rec, Ready: st.Ping, Now: g.Clock.Now, Logf: logf,
 		Accounts: st, Admission: admit}
+	if _, ok := st.(*postgres.DB); ok {
+		// Postgres secures reserves in a ledger journal, as `switchyard serve` does by default
+		// (store.ledger_journal); the in-memory SQLite store has none and waits for the group
+		// commit, so the tests run on both stores cover both ways of securing a reserve.
+		opts.LedgerJournal = t.TempDir()
+	}
 	if tune != nil {
 		tune(&opts)
 	}
