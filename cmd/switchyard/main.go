@@ -5,12 +5,15 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -627,21 +630,56 @@ func isLoopback(addr string) bool {
 const DefaultSharedLedgerJournal = "switchyard-ledger"
 
 // ledgerJournal is server.Options.LedgerJournal from store (docs/deploy.md "The ledger
-// journal"): as given; for an empty one on a shared store, DefaultSharedLedgerJournal, or "off"
-// with a log line saying why when that directory cannot be made (a read-only working
-// directory): the commit then waits for the store, as before the journal. An embedded store
-// given none keeps its own ("").
+// journal"): "off" as given; a directory (given, or DefaultSharedLedgerJournal on a shared
+// store) joined with the store's own subdirectory (storeJournalDir), so that gateways of
+// different stores that share a directory never replay each other's journals into the wrong
+// store. A default directory that cannot be made or written (a read-only working directory)
+// gives "off" with a log line saying why: the commit then waits for the store, as before the
+// journal. An embedded store given none keeps its own, next to its file ("").
 func ledgerJournal(st config.Store, logf func(string, ...any)) string {
-	if st.LedgerJournal != "" || strings.HasPrefix(st.URL, "sqlite:") {
-		return st.LedgerJournal
+	dir := st.LedgerJournal
+	switch {
+	case dir == "off":
+		return dir
+	case dir == "" && strings.HasPrefix(st.URL, "sqlite:"):
+		return ""
+	case dir == "":
+		dir = DefaultSharedLedgerJournal
 	}
-	dir, err := filepath.Abs(DefaultSharedLedgerJournal)
-	if err == nil {
+	dir, err := filepath.Abs(filepath.Join(dir, storeJournalDir(st.URL)))
+	if err == nil && st.LedgerJournal == "" {
 		err = os.MkdirAll(dir, 0o700)
-	}
-	if err != nil {
-		logf("ledger journal off: %v; keyed requests wait for the store's commit (set store.ledger_journal to a writable directory)", err)
-		return "off"
+		if err == nil { // an existing directory may still refuse writes
+			var f *os.File
+			if f, err = os.CreateTemp(dir, ".probe-*"); err == nil {
+				f.Close()
+				os.Remove(f.Name())
+			}
+		}
+		if err != nil {
+			logf("ledger journal off: %v; keyed requests wait for the store's commit (set store.ledger_journal to a writable directory)", err)
+			return "off"
+		}
 	}
 	return dir
+}
+
+// storeJournalDir names a store's subdirectory of a ledger journal directory: "store-" and 16
+// hex digits of a hash of the store's identity (a postgres URL's host, port and database; a
+// SQLite file's absolute path), never its credentials. Replicas of one store given the same
+// URL share it.
+func storeJournalDir(storeURL string) string {
+	id := storeURL
+	if u, err := url.Parse(storeURL); err == nil {
+		id = strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + u.Path
+		if u.Scheme == "sqlite" {
+			path := strings.TrimPrefix(storeURL, "sqlite://")
+			path, _, _ = strings.Cut(path, "?")
+			if abs, err := filepath.Abs(path); err == nil {
+				id = "sqlite://" + abs
+			}
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "store-" + hex.EncodeToString(sum[:8])
 }

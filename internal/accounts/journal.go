@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // JournalSegmentBytes is the size past which a FileJournal starts its other segment file,
@@ -38,6 +40,7 @@ type FileJournal struct {
 	f    [2]*os.File
 	size [2]int64
 	max  [2]uint64 // the highest entry number logged in each segment
+	torn [2]bool   // a failed write left a fragment at the segment's end
 	cur  int
 	buf  []byte
 }
@@ -96,12 +99,27 @@ func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
 	}
 	if o := 1 - j.cur; j.size[j.cur] >= JournalSegmentBytes && j.max[o] <= done {
 		if err := j.f[o].Truncate(0); err == nil { // O_APPEND: the next write lands at 0
-			j.cur, j.size[o], j.max[o] = o, 0, 0
+			j.cur, j.size[o], j.max[o], j.torn[o] = o, 0, 0, false
 		}
 	}
-	b := appendJournalLine(j.buf[:0], e)
+	b := j.buf[:0]
+	if j.torn[j.cur] { // a write that failed part way left a fragment: end it first
+		b = append(b, '\n')
+	}
+	b = appendJournalLine(b, e)
 	j.buf = b
 	n, err := j.f[j.cur].Write(b)
+	if err != nil && n > 0 {
+		// Take the fragment back (O_APPEND: the next write lands at the new end), or else
+		// end it with the next line's newline, so that no later line is glued to it.
+		if j.f[j.cur].Truncate(j.size[j.cur]) == nil {
+			n = 0
+		} else {
+			j.torn[j.cur] = true
+		}
+	} else if err == nil {
+		j.torn[j.cur] = false
+	}
 	j.size[j.cur] += int64(n)
 	j.max[j.cur] = max(j.max[j.cur], seq)
 	if err != nil {
@@ -188,9 +206,19 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 // replayJournal replays the segment file path of replica unless a live process holds it, and
 // removes it; it returns how many entries it wrote.
 func replayJournal(ctx context.Context, path, replica string, st Store) (int, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	// Only a regular file is a journal: a FIFO would block the open, a device or a symlink
+	// to one would never end the read. O_NONBLOCK keeps even a file swapped in after the
+	// Lstat from blocking the open.
+	if li, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return 0, nil // replayed and removed by another process since the glob
+	} else if err != nil {
+		return 0, err
+	} else if !li.Mode().IsRegular() {
+		return 0, fmt.Errorf("not a regular file (%s): left alone", li.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
 	}
 	if err != nil {
 		return 0, err
@@ -201,12 +229,14 @@ func replayJournal(ctx context.Context, path, replica string, st Store) (int, er
 	}
 	// The file may have been replayed and removed between the open and the lock: then path
 	// names no file, or another one.
-	if fi, err := f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return 0, err
-	} else if pi, err := os.Stat(path); err != nil || !os.SameFile(fi, pi) {
+	}
+	if pi, err := os.Lstat(path); err != nil || !os.SameFile(fi, pi) || !fi.Mode().IsRegular() {
 		return 0, nil
 	}
-	es, err := readJournal(f, replica)
+	es, err := readJournal(io.LimitReader(f, maxJournalBytes), replica)
 	if err != nil {
 		return 0, err
 	}
@@ -240,13 +270,18 @@ type EndReader interface {
 	EndedRequests(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
+// maxJournalBytes is the most of one segment file a replay reads: a segment is reused past
+// JournalSegmentBytes, and while the store is down the writer's queue bounds what it holds
+// (about 32,768 reserves of about 130 bytes); what lies beyond is not the writer's.
+const maxJournalBytes = 256 << 20
+
 // maxJournalLine is the longest journal line read; a longer one (never written by Log, whose
 // fields are ids and a model name) is skipped, as a torn or foreign line is.
 const maxJournalLine = 64 << 10
 
 // readJournal reads the reserves of one segment file of replica, skipping every line that is
 // not one Log wrote.
-func readJournal(f *os.File, replica string) ([]LedgerEntry, error) {
+func readJournal(f io.Reader, replica string) ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	r := bufio.NewReaderSize(f, maxJournalLine)
 	for {
@@ -284,8 +319,8 @@ func parseJournalLine(line []byte) (LedgerEntry, bool) {
 	var s [4]string
 	for i := range s {
 		v, err := strconv.Unquote(string(fields[2+i]))
-		if err != nil {
-			return LedgerEntry{}, false
+		if err != nil || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return LedgerEntry{}, false // never written by Log: a store would refuse the batch
 		}
 		s[i] = v
 	}

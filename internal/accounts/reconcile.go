@@ -170,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, now time.Time) (int, error) 
 func (r *Reconciler) Run(ctx context.Context) error {
 	t := time.NewTicker(r.o.Heartbeat)
 	defer t.Stop()
-	var lastLog time.Time
+	var lastLog, lastReplayLog time.Time
 	for {
 		err := r.Beat(ctx)
 		var replayErr error
@@ -182,9 +182,14 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				r.o.Logf("ledger: %d reserves replayed from the journal of a process that died; the reconciliation closes them", n)
 			}
 		}
+		if replayErr != nil && ctx.Err() == nil {
+			if now := time.Now(); now.Sub(lastReplayLog) >= time.Minute {
+				r.o.Logf("accounts: replaying the ledger journals of dead processes failed, retrying every beat: %v", replayErr)
+				lastReplayLog = now
+			}
+		}
 		if err == nil {
 			_, err = r.Reconcile(ctx, time.Now())
-			err = errors.Join(replayErr, err)
 		}
 		if err == nil {
 			err = r.st.ForgetReplicas(ctx, time.Now().Add(-24*time.Hour))

@@ -122,6 +122,8 @@ type Writer struct {
 
 	replica string
 	journal Journal
+	// journalLogged is when a journal write failure was last logged (Unix ns).
+	journalLogged atomic.Int64
 
 	mu       sync.Mutex
 	queue    []LedgerEntry    // oldest first
@@ -259,7 +261,14 @@ func (w *Writer) Secure(ctx context.Context, t Ticket, e *LedgerEntry, optional 
 	if w.journal != nil {
 		je := *e
 		je.Kind, je.Replica = KindReserve, w.replica
-		return w.journal.Log(&je, t.seq, done)
+		err := w.journal.Log(&je, t.seq, done)
+		if err != nil { // logged at most once a second: the 503 a caller gets does not say why
+			last := w.journalLogged.Load()
+			if now := time.Now().UnixNano(); now-last >= int64(time.Second) && w.journalLogged.CompareAndSwap(last, now) {
+				w.logf("accounts: the ledger journal cannot be written; requests that hold money are refused until it can: %v", err)
+			}
+		}
+		return err
 	}
 	if optional && w.Lag() > LagWarning {
 		return nil
