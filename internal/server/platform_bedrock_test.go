@@ -329,3 +329,29 @@ func TestBedrockAuditUpstreamStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestBedrockUnavailableIsTheCallers503: docs/errors.md "Upstream 529 and 503": when a
+// provider's 503 is the last failure the caller gets 503 upstream_error. Bedrock's 503
+// ServiceUnavailableException was translated to Anthropic's 529 for classification, and the
+// caller got 502; on both surfaces it is now a 503, still upstream_error.
+func TestBedrockUnavailableIsTheCallers503(t *testing.T) {
+	g, b := startBedrock(t, fp.BedrockConfig{}, brSigV4, false)
+	for range 8 {
+		b.Provider().Script(fp.Behavior{Kind: fp.KindStatus, Status: 503})
+	}
+	ac := g.anthropicClient(anthropicopt.WithMaxRetries(0))
+	_, err := ac.Messages.New(t.Context(), haikuParams())
+	var aerr *anthropic.Error
+	if !errors.As(err, &aerr) || aerr.StatusCode != 503 {
+		t.Fatalf("anthropic surface: %v, want a 503", err)
+	}
+	if code := aerr.Response.Header.Get("x-switchyard-error-code"); code != "upstream_error" {
+		t.Errorf("anthropic surface: error code %q, want upstream_error", code)
+	}
+	oc := g.openaiClient(openaiopt.WithMaxRetries(0))
+	_, err = oc.Chat.Completions.New(t.Context(), haikuChat())
+	var oerr *openai.Error
+	if !errors.As(err, &oerr) || oerr.StatusCode != 503 {
+		t.Fatalf("openai surface: %v, want a 503", err)
+	}
+}

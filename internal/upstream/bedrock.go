@@ -366,7 +366,7 @@ var bedrockErrors = map[string]bedrockErrorKind{
 	"ThrottlingException":                 {429, "rate_limit_error"},
 	"TooManyRequestsException":            {429, "rate_limit_error"},
 	"ServiceQuotaExceededException":       {429, "rate_limit_error"},
-	"ServiceUnavailableException":         {529, "overloaded_error"},
+	"ServiceUnavailableException":         {503, "overloaded_error"},
 	"ModelNotReadyException":              {529, "overloaded_error"},
 	"InternalServerException":             {500, "api_error"},
 	"InternalFailure":                     {500, "api_error"},

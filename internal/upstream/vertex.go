@@ -192,7 +192,8 @@ type anthropicError struct {
 // object, or a JSON array whose first element is one) into Anthropic's error body and status:
 //
 //	RESOURCE_EXHAUSTED -> 429 rate_limit_error       (upstream_rate_limited)
-//	UNAVAILABLE, ABORTED -> 529 overloaded_error     (upstream_error: fails over)
+//	UNAVAILABLE -> 503 overloaded_error              (upstream_error: fails over; the caller's 503)
+//	ABORTED -> 529 overloaded_error                  (upstream_error: fails over)
 //	UNAUTHENTICATED -> 401 authentication_error      (upstream_auth)
 //	PERMISSION_DENIED -> 403 permission_error        (upstream_auth)
 //	NOT_FOUND -> 404 not_found_error                 (upstream_error: the model is not served there)
@@ -220,7 +221,11 @@ func googleToAnthropic(status int, body []byte) (anthropicError, bool) {
 	switch gs.Str {
 	case "RESOURCE_EXHAUSTED":
 		status, typ = http.StatusTooManyRequests, "rate_limit_error"
-	case "UNAVAILABLE", "ABORTED":
+	case "UNAVAILABLE":
+		// Google's HTTP 503: kept, so that the caller gets the provider's 503 (docs/errors.md
+		// "Upstream 529 and 503"); overloaded_error fails over as a 529 does.
+		status, typ = http.StatusServiceUnavailable, "overloaded_error"
+	case "ABORTED":
 		status, typ = 529, "overloaded_error"
 	case "UNAUTHENTICATED":
 		status, typ = http.StatusUnauthorized, "authentication_error"

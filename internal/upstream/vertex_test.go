@@ -102,6 +102,10 @@ func TestGoogleErrorsClassify(t *testing.T) {
 		if fe.Class != tc.class {
 			t.Errorf("%s: class %s, want %s (rewritten %d %s)", tc.body, fe.Class, tc.class, resp.StatusCode, b)
 		}
+		if strings.Contains(tc.body, `"UNAVAILABLE"`) && (resp.StatusCode != 503 || fe.UpstreamStatus != 503) {
+			// docs/errors.md "Upstream 529 and 503": Google's 503 stays the caller's 503
+			t.Errorf("UNAVAILABLE rewritten to %d (upstream status %d), want 503", resp.StatusCode, fe.UpstreamStatus)
+		}
 		if strings.HasPrefix(tc.body, `{"type"`) && b != tc.body {
 			t.Errorf("Claude's own error was rewritten: %s", b)
 		}
