@@ -246,13 +246,23 @@ func TestConsoleOverviewInBrowser(t *testing.T) {
 
 	t.Run("find requests by the caller's request id", func(t *testing.T) {
 		run(t, chromedp.EmulateViewport(420, 900), chromedp.Navigate(g.URL+"/console/logs"), chromedp.WaitVisible(chromedp.ID("f-request")),
-			chromedp.SendKeys(chromedp.ID("f-request"), "ov-caller-1"), chromedp.Submit(chromedp.ID("f-request")),
+			// The page's first table drawn: its script is running, and takes the submit.
 			chromedp.WaitVisible(chromedp.CSS("#logs table")),
-			// The search's rows, not the table drawn before its answer came (a slow -race run).
+			chromedp.SendKeys(chromedp.ID("f-request"), "ov-caller-1"), chromedp.Submit(chromedp.ID("f-request")),
+			// The search's rows, not the table drawn before its answer came (a slow -race run):
+			// the address carries the search, and every row is one of the caller's.
+			// The submit navigates: a poll cut by the navigation is polled again on the new page.
 			chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-				_, err := chromedp.Poll[bool](`[...document.querySelectorAll('#logs tbody tr')].filter(r => r.textContent.includes('ov-caller-1')).length >= 2`,
-					chromedp.WithPollingTimeout(10*time.Second))(ctx, tg)
-				return err
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					_, err := chromedp.Poll[bool](`(() => { const rows = [...document.querySelectorAll('#logs tbody tr')];
+					return location.search.includes('request_id=ov-caller-1') && rows.length >= 2 && rows.every(r => r.textContent.includes('ov-caller-1')); })()`,
+						chromedp.WithPollingTimeout(time.Until(deadline)))(ctx, tg)
+					if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+						return err
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
 			}))
 		if loc := get(t, tab, chromedp.Location()); !strings.Contains(loc, "request_id=ov-caller-1") {
 			t.Errorf("search went to %s", loc)
