@@ -190,10 +190,14 @@ func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, err
 		}
 	}
 	// A segment of a process that died between creating it and renaming it into place
-	// (OpenJournal) is empty and unlocked: removed.
+	// (OpenJournal) is empty and unlocked: removed once it is a minute old. (A young one may be
+	// a starting process's, created and not yet locked.)
 	stale, _ := filepath.Glob(filepath.Join(dir, "*"+journalExt+".new"))
 	for _, path := range stale {
-		if f, err := os.Open(path); err == nil {
+		if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < staleSegmentAge {
+			continue
+		}
+		if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 			if ok, _ := lockJournal(f); ok {
 				os.Remove(path)
 			}
@@ -269,6 +273,9 @@ type EndReader interface {
 	// EndedRequests returns the ids among ids that have a settle or a release stored.
 	EndedRequests(ctx context.Context, ids []string) (map[string]bool, error)
 }
+
+// staleSegmentAge is how old a temporary segment must be before a replay removes it.
+const staleSegmentAge = time.Minute
 
 // maxJournalBytes is the most of one segment file a replay reads: a segment is reused past
 // JournalSegmentBytes, and while the store is down the writer's queue bounds what it holds

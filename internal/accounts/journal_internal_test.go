@@ -102,6 +102,14 @@ func TestReplayGoesPastABadFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "rep_gone.1.jnl.new"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	old := time.Now().Add(-2 * staleSegmentAge)
+	if err := os.Chtimes(filepath.Join(dir, "rep_gone.1.jnl.new"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	// A young one may be a starting process's, not yet locked: left alone.
+	if err := os.WriteFile(filepath.Join(dir, "rep_starting.0.jnl.new"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	st := &recordingStore{}
 	n, err := ReplayJournals(context.Background(), dir, "rep_self", st)
 	if err == nil || !strings.Contains(err.Error(), "rep_bad.0.jnl") {
@@ -111,8 +119,8 @@ func TestReplayGoesPastABadFile(t *testing.T) {
 		t.Fatalf("replayed %d: %+v; want r1 of rep_dead", n, st.es)
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(left) != 1 || filepath.Base(left[0]) != "rep_bad.0.jnl" {
-		t.Fatalf("left %v, want only the unreadable one", left)
+	if len(left) != 2 || filepath.Base(left[0]) != "rep_bad.0.jnl" || filepath.Base(left[1]) != "rep_starting.0.jnl.new" {
+		t.Fatalf("left %v, want only the unreadable one and the young temporary segment", left)
 	}
 }
 
