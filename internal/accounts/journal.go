@@ -89,8 +89,7 @@ func openLockedSegment(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Log implements Journal: one line, `at amount "account" "key" "request" "model"`
-// (tab-separated, strings Go-quoted), in one write(2).
+// Log implements Journal: one line (appendJournalLine), in one write(2).
 func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -128,8 +127,11 @@ func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
 	return nil
 }
 
-// appendJournalLine appends e's journal line to b: `at amount "account" "key" "request"
-// "model"` (tab-separated, strings Go-quoted), newline-terminated; parseJournalLine reads it.
+// appendJournalLine appends e's journal line to b, newline-terminated, its fields
+// tab-separated and its strings Go-quoted; parseJournalLine reads it. A reserve is
+// `at amount "account" "key" "request" "model"`; a settle adds
+// `settle "deployment" input cached cache_write output reasoning "mark" "provenance"`.
+// Any other kind is written as a reserve: Log is given reserves and settles only.
 func appendJournalLine(b []byte, e *LedgerEntry) []byte {
 	b = strconv.AppendInt(b, e.At.UnixNano(), 10)
 	b = append(b, '\t')
@@ -137,6 +139,19 @@ func appendJournalLine(b []byte, e *LedgerEntry) []byte {
 	for _, s := range [...]string{e.AccountID, e.KeyID, e.RequestID, e.Model} {
 		b = append(b, '\t')
 		b = strconv.AppendQuote(b, s)
+	}
+	if e.Kind == KindSettle {
+		b = append(b, "\tsettle\t"...)
+		b = strconv.AppendQuote(b, e.Deployment)
+		t := &e.Tokens
+		for _, n := range [...]int64{t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning} {
+			b = append(b, '\t')
+			b = strconv.AppendInt(b, n, 10)
+		}
+		for _, s := range [...]string{e.Mark, e.UsageProvenance} {
+			b = append(b, '\t')
+			b = strconv.AppendQuote(b, s)
+		}
 	}
 	return append(b, '\n')
 }
@@ -159,10 +174,10 @@ func (j *FileJournal) Close(clean bool) error {
 	return errors.Join(errs...)
 }
 
-// ReplayJournals writes to st every reserve of the journals in dir that no live process holds,
-// other than those of the replica except (this process's), then removes their files: a
-// journal left by a process that ended without draining its writer (kill -9, an OOM, a drain
-// that timed out). A journal whose lock (flock) another process holds is that process's, alive,
+// ReplayJournals writes to st every reserve and settle of the journals in dir that no live
+// process holds, other than those of the replica except (this process's), then removes their
+// files: a journal left by a process that ended without draining its writer (kill -9, an OOM,
+// a drain that timed out). A journal whose lock (flock) another process holds is that process's, alive,
 // and is skipped: replicas may share a directory (on one host, or a volume whose file system
 // honours flock), and each replays the journals of those that died (the Reconciler calls it
 // every heartbeat, and a process at its start). Each reserve names the replica whose file it
@@ -244,19 +259,34 @@ func replayJournal(ctx context.Context, path, replica string, st Store) (int, er
 	if err != nil {
 		return 0, err
 	}
-	if er, ok := st.(EndReader); ok && len(es) > 0 {
-		// A journal holds the reserves committed since its segment was last reused: most of
-		// them ended, many by a settle that took the reserve's place. Those stay one row.
-		ids := make([]string, len(es))
-		for i := range es {
-			ids[i] = es[i].RequestID
+	// A journal holds the reserves committed since its segment was last reused, and their
+	// settles: most of them ended, many by a settle that took the reserve's place. Those stay
+	// one row: a reserve is dropped when its request has an end stored or a settle in the
+	// journal. A settle is always written (the store skips one already stored): after an end
+	// stored by the crash reconciliation (a release, when this journal was not replayed in
+	// time) it still bills what was served.
+	settled := map[string]bool{}
+	for i := range es {
+		if es[i].Kind == KindSettle {
+			settled[es[i].RequestID] = true
 		}
-		ended, err := er.EndedRequests(ctx, ids)
-		if err != nil {
+	}
+	ended := map[string]bool{}
+	if er, ok := st.(EndReader); ok && len(es) > len(settled) {
+		ids := make([]string, 0, len(es)-len(settled))
+		for i := range es {
+			if es[i].Kind == KindReserve && !settled[es[i].RequestID] {
+				ids = append(ids, es[i].RequestID)
+			}
+		}
+		var err error
+		if ended, err = er.EndedRequests(ctx, ids); err != nil {
 			return 0, err
 		}
-		es = slices.DeleteFunc(es, func(e LedgerEntry) bool { return ended[e.RequestID] })
 	}
+	es = slices.DeleteFunc(es, func(e LedgerEntry) bool {
+		return e.Kind == KindReserve && (settled[e.RequestID] || ended[e.RequestID])
+	})
 	for rest := es; len(rest) > 0; {
 		n := min(len(rest), 512)
 		if err := st.AppendLedger(ctx, rest[:n]); err != nil {
@@ -286,8 +316,8 @@ const maxJournalBytes = 256 << 20
 // fields are ids and a model name) is skipped, as a torn or foreign line is.
 const maxJournalLine = 64 << 10
 
-// readJournal reads the reserves of one segment file of replica, skipping every line that is
-// not one Log wrote.
+// readJournal reads the reserves and settles of one segment file of replica, skipping every
+// line that is not one Log wrote.
 func readJournal(f io.Reader, replica string) ([]LedgerEntry, error) {
 	var out []LedgerEntry
 	r := bufio.NewReaderSize(f, maxJournalLine)
@@ -300,7 +330,9 @@ func readJournal(f io.Reader, replica string) ([]LedgerEntry, error) {
 			line = nil
 		}
 		if e, ok := parseJournalLine(bytes.TrimSuffix(line, []byte{'\n'})); ok {
-			e.Replica = replica
+			if e.Kind == KindReserve {
+				e.Replica = replica
+			}
 			out = append(out, e)
 		}
 		if errors.Is(err, io.EOF) {
@@ -312,10 +344,11 @@ func readJournal(f io.Reader, replica string) ([]LedgerEntry, error) {
 	}
 }
 
-// parseJournalLine reads one line written by Log; false for a line that is not one.
+// parseJournalLine reads one line written by Log (appendJournalLine): a reserve or a settle;
+// false for a line that is not one.
 func parseJournalLine(line []byte) (LedgerEntry, bool) {
 	fields := bytes.Split(line, []byte{'\t'})
-	if len(fields) != 6 {
+	if len(fields) != 6 && len(fields) != 15 {
 		return LedgerEntry{}, false
 	}
 	at, err1 := strconv.ParseInt(string(fields[0]), 10, 64)
@@ -325,15 +358,52 @@ func parseJournalLine(line []byte) (LedgerEntry, bool) {
 	}
 	var s [4]string
 	for i := range s {
-		v, err := strconv.Unquote(string(fields[2+i]))
-		if err != nil || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
-			return LedgerEntry{}, false // never written by Log: a store would refuse the batch
+		v, ok := journalString(fields[2+i])
+		if !ok {
+			return LedgerEntry{}, false
 		}
 		s[i] = v
 	}
 	if s[0] == "" || s[2] == "" {
 		return LedgerEntry{}, false
 	}
-	return LedgerEntry{At: time.Unix(0, at).UTC(), AccountID: s[0], KeyID: s[1], RequestID: s[2], Model: s[3],
-		Kind: KindReserve, AmountMicroUSD: amount}, true
+	e := LedgerEntry{At: time.Unix(0, at).UTC(), AccountID: s[0], KeyID: s[1], RequestID: s[2], Model: s[3],
+		Kind: KindReserve, AmountMicroUSD: amount}
+	if len(fields) == 6 {
+		return e, true
+	}
+	if string(fields[6]) != string(KindSettle) {
+		return LedgerEntry{}, false
+	}
+	var ok bool
+	if e.Deployment, ok = journalString(fields[7]); !ok {
+		return LedgerEntry{}, false
+	}
+	var n [5]int64
+	for i := range n {
+		v, err := strconv.ParseInt(string(fields[8+i]), 10, 64)
+		if err != nil {
+			return LedgerEntry{}, false
+		}
+		n[i] = v
+	}
+	e.Tokens = Tokens{Input: n[0], Cached: n[1], CacheWrite: n[2], Output: n[3], Reasoning: n[4]}
+	if e.Mark, ok = journalString(fields[13]); !ok {
+		return LedgerEntry{}, false
+	}
+	if e.UsageProvenance, ok = journalString(fields[14]); !ok {
+		return LedgerEntry{}, false
+	}
+	e.Kind = KindSettle
+	return e, true
+}
+
+// journalString reads one Go-quoted field; false for one Log never wrote (a store would
+// refuse the batch: invalid UTF-8, a NUL).
+func journalString(field []byte) (string, bool) {
+	v, err := strconv.Unquote(string(field))
+	if err != nil || !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+		return "", false
+	}
+	return v, true
 }

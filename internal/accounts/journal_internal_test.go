@@ -11,21 +11,29 @@ import (
 	"unicode/utf8"
 )
 
-// FuzzJournalRoundTrip: every reserve Log can write reads back as the same entry.
+// FuzzJournalRoundTrip: every reserve and settle Log can write reads back as the same entry.
 func FuzzJournalRoundTrip(f *testing.F) {
-	f.Add(int64(1700000000000000005), int64(900), "acct\t1", "k", "req_1", "gpt \"x\"")
-	f.Add(int64(-1), int64(0), "a", "", "r", "")
-	f.Add(int64(0), int64(1)<<62, "é\n\x00", "\\", "r\r", "💥")
-	f.Fuzz(func(t *testing.T, at, amount int64, account, key, request, model string) {
+	f.Add(int64(1700000000000000005), int64(900), "acct\t1", "k", "req_1", "gpt \"x\"", false, "", int64(0), int64(0), "", "")
+	f.Add(int64(-1), int64(0), "a", "", "r", "", false, "", int64(0), int64(0), "", "")
+	f.Add(int64(0), int64(1)<<62, "é\n\x00", "\\", "r\r", "💥", true, "dep\t", int64(-3), int64(1)<<40, "client-cancelled", "estimated")
+	f.Add(int64(5), int64(77), "a", "k", "r", "m", true, "oa", int64(1200), int64(33), "", "observed")
+	f.Fuzz(func(t *testing.T, at, amount int64, account, key, request, model string, settle bool, deployment string,
+		input, output int64, mark, provenance string) {
 		e := LedgerEntry{At: time.Unix(0, at).UTC(), AmountMicroUSD: amount, AccountID: account, KeyID: key, RequestID: request,
 			Model: model, Kind: KindReserve}
+		strs := []string{account, key, request, model}
+		if settle {
+			e.Kind, e.Deployment, e.Mark, e.UsageProvenance = KindSettle, deployment, mark, provenance
+			e.Tokens = Tokens{Input: input, Cached: input / 2, CacheWrite: -input, Output: output, Reasoning: output / 3}
+			strs = append(strs, deployment, mark, provenance)
+		}
 		line := appendJournalLine(nil, &e)
 		if bytes.Count(line, []byte{'\n'}) != 1 || line[len(line)-1] != '\n' {
 			t.Fatalf("line %q is not one line", line)
 		}
 		got, ok := parseJournalLine(line[:len(line)-1])
 		storable := true
-		for _, v := range []string{account, key, request, model} {
+		for _, v := range strs {
 			storable = storable && utf8.ValidString(v) && !strings.ContainsRune(v, 0)
 		}
 		if want := account != "" && request != "" && amount >= 0 && storable; ok != want {
@@ -37,16 +45,18 @@ func FuzzJournalRoundTrip(f *testing.F) {
 	})
 }
 
-// FuzzParseJournalLine: any bytes are either not a line (false) or a reserve with an account,
-// a request and an amount that is not negative; nothing panics.
+// FuzzParseJournalLine: any bytes are either not a line (false) or a reserve or settle with an
+// account, a request and an amount that is not negative; nothing panics.
 func FuzzParseJournalLine(f *testing.F) {
 	f.Add([]byte("1\t2\t\"a\"\t\"k\"\t\"r\"\t\"m\""))
+	f.Add([]byte("1\t2\t\"a\"\t\"k\"\t\"r\"\t\"m\"\tsettle\t\"d\"\t1\t2\t3\t4\t5\t\"\"\t\"observed\""))
+	f.Add([]byte("1\t2\t\"a\"\t\"k\"\t\"r\"\t\"m\"\trelease\t\"d\"\t1\t2\t3\t4\t5\t\"\"\t\"\""))
 	f.Add([]byte("1\t-2\t\"a\"\t\"k\"\t\"r\"\t\"m\""))
 	f.Add([]byte("\t\t\t\t\t"))
 	f.Add([]byte("1\t2\t\"a\t\"k\"\t\"r\"\t\"m\""))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, ok := parseJournalLine(line)
-		if ok && (e.AccountID == "" || e.RequestID == "" || e.AmountMicroUSD < 0 || e.Kind != KindReserve) {
+		if ok && (e.AccountID == "" || e.RequestID == "" || e.AmountMicroUSD < 0 || e.Kind != KindReserve && e.Kind != KindSettle) {
 			t.Fatalf("accepted %q as %+v", line, e)
 		}
 	})

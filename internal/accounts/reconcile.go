@@ -179,7 +179,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			// the next beat; the reconciliation of what is stored goes on meanwhile.
 			var n int
 			if n, replayErr = r.o.Replay(ctx); n > 0 {
-				r.o.Logf("ledger: %d reserves replayed from the journal of a process that died; the reconciliation closes them", n)
+				r.o.Logf("ledger: %d entries (reserves and settles) replayed from the journal of a process that died; the reconciliation closes the reserves left open", n)
 			}
 		}
 		if replayErr != nil && ctx.Err() == nil {

@@ -61,15 +61,16 @@ type WriterOptions struct {
 	Replica string
 	// Journal, when set, makes a reserve durable against a crash of this process at Secure
 	// with one append to a local file instead of a wait for the store's commit (the embedded
-	// store: the file is next to the database, read back at the next start; ReplayJournals).
+	// store: the file is next to the database, read back at the next start; ReplayJournals),
+	// and each settle as it is queued, so that a crash loses no queued settle either.
 	// nil: Secure waits for the group commit (a shared store, whose other replicas reconcile).
 	Journal Journal
 }
 
-// Journal is the crash journal of one process's reserves (FileJournal): what Secure writes
-// instead of waiting for a commit.
+// Journal is the crash journal of one process's reserves and settles (FileJournal): what
+// Secure writes instead of waiting for a commit, and each settle as it is queued.
 type Journal interface {
-	// Log appends the reserve entry e (queued as number seq) and returns once its bytes are
+	// Log appends the reserve or settle entry e (queued as number seq) and returns once its bytes are
 	// handed to the operating system (they survive the process, not the machine); done is the
 	// number of the last entry the store holds (the journal may forget every entry <= done).
 	Log(e *LedgerEntry, seq, done uint64) error
@@ -92,18 +93,19 @@ const LagWarning = time.Second
 // twice). Entries are written in the order they were appended.
 //
 // What is synchronous and what a crash can lose: a settle entry (and a reserve or release) is
-// in memory from Append until its batch commits, at most MaxFlushInterval later (FlushInterval at low load) while the store
-// answers. A process crash (or a drain that times out at shutdown) loses the entries queued
-// then, and only those; every entry whose batch committed is in the store, with its balance
-// change in the same transaction. A request's reserve entry is queued at admission (Reserve)
-// and made durable at its commit, before the first byte to the caller (Secure: a Journal line,
-// or the group commit), so a settle lost that way leaves an open reserve (in the store, or in
-// the journal that ReplayJournals writes to it), which the Reconciler of another (or the
-// restarted) replica closes: no served request ends without a ledger trace. An end whose
-// reserve is still queued takes its place (End): entries are written in the order their
-// request's first entry was queued. Lag
-// reports how far the writer is behind (logged past LagWarning). Credits are not queued: the admin API writes them synchronously (Store.Credit)
-// before it answers.
+// in memory from Append until its batch commits, at most MaxFlushInterval later
+// (FlushInterval at low load) while the store answers. A process crash (or a drain that times
+// out at shutdown) loses the entries queued then, and only those, except what the Journal
+// holds: every reserve secured and every settle queued, which ReplayJournals writes to the
+// store. Every entry whose batch committed is in the store, with its balance change in the
+// same transaction. A request's reserve entry is queued at admission (Reserve) and made
+// durable at its commit, before the first byte to the caller (Secure: a Journal line, or the
+// group commit), so a settle lost (no Journal, or a Journal write that failed) leaves an open
+// reserve, which the Reconciler of another (or the restarted) replica closes: no served
+// request ends without a ledger trace. An end whose reserve is still queued takes its place
+// (End): entries are written in the order their request's first entry was queued. Lag reports
+// how far the writer is behind (logged past LagWarning). Credits are not queued: the admin
+// API writes them synchronously (Store.Credit) before it answers.
 //
 // Append, Pending, Flush and Dropped are safe for concurrent use; Run must be running for
 // entries to be written.
@@ -210,13 +212,38 @@ func (w *Writer) append(e LedgerEntry) (uint64, bool) {
 		w.pending[e.AccountID] += e.AmountMicroUSD
 	}
 	w.enqueued++
-	seq := w.enqueued
+	seq, done := w.enqueued, w.done
 	full := len(w.queue) >= w.batchSize
 	w.mu.Unlock()
 	if full {
 		w.kick()
 	}
+	if e.Kind == KindSettle {
+		w.journalSettle(&e, seq, done)
+	}
 	return seq, true
+}
+
+// journalSettle appends the settle e (queued as number seq; done is the last entry the store
+// holds) to the journal, when there is one, so that a crash before its batch commits loses no
+// served request's bill: the replay writes it, at its cost (and it reached the journal before
+// the shared admission store charged it: billing.Reservation.Settle). A failure is logged at
+// most once a second; the settle stays queued.
+func (w *Writer) journalSettle(e *LedgerEntry, seq, done uint64) {
+	if w.journal == nil {
+		return
+	}
+	if err := w.journal.Log(e, seq, done); err != nil {
+		w.journalFailed("a settle could not be journaled, and a crash before its batch commits loses it", err)
+	}
+}
+
+// journalFailed logs a journal write failure, at most once a second.
+func (w *Writer) journalFailed(what string, err error) {
+	last := w.journalLogged.Load()
+	if now := time.Now().UnixNano(); now-last >= int64(time.Second) && w.journalLogged.CompareAndSwap(last, now) {
+		w.logf("accounts: the ledger journal cannot be written; %s: %v", what, err)
+	}
 }
 
 // AppendWait queues e like Append and waits until it is written (its batch committed), so that
@@ -262,11 +289,8 @@ func (w *Writer) Secure(ctx context.Context, t Ticket, e *LedgerEntry, optional 
 		je := *e
 		je.Kind, je.Replica = KindReserve, w.replica
 		err := w.journal.Log(&je, t.seq, done)
-		if err != nil { // logged at most once a second: the 503 a caller gets does not say why
-			last := w.journalLogged.Load()
-			if now := time.Now().UnixNano(); now-last >= int64(time.Second) && w.journalLogged.CompareAndSwap(last, now) {
-				w.logf("accounts: the ledger journal cannot be written; requests that hold money are refused until it can: %v", err)
-			}
+		if err != nil { // logged: the 503 a caller gets does not say why
+			w.journalFailed("requests that hold money are refused until it can", err)
 		}
 		return err
 	}
@@ -290,10 +314,14 @@ func (w *Writer) End(t Ticket, e LedgerEntry) bool {
 		if i >= w.inflight && i < len(w.queue) && w.queue[i].Kind == KindReserve && w.queue[i].RequestID == e.RequestID {
 			e.Replica = ""
 			w.queue[i] = e
+			done := w.done
 			if e.Kind == KindSettle {
 				w.pending[e.AccountID] += e.AmountMicroUSD
 			}
 			w.mu.Unlock()
+			if e.Kind == KindSettle {
+				w.journalSettle(&e, t.seq, done)
+			}
 			return true
 		}
 	}

@@ -272,3 +272,68 @@ func TestJournalSharedDirectory(t *testing.T) {
 		t.Fatalf("after the live process died: replayed %d, %v; want 1", n, err)
 	}
 }
+
+// TestWriterJournalsSettles: a settle is journaled as it is queued, whole (deployment, tokens,
+// mark, provenance), whether it takes its reserve's place or is appended; a process that dies
+// before the batch is written leaves it in the journal, and the replay writes it in place of
+// its reserve (one row), at its cost. A release is not journaled: its reserve stays for the
+// reconciliation to close.
+func TestWriterJournalsSettles(t *testing.T) {
+	dir := t.TempDir()
+	j, err := accounts.OpenJournal(dir, "rep_dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := accounts.NewWriter(&fakeStore{}, accounts.WriterOptions{FlushInterval: time.Hour, Replica: "rep_dead", Journal: j})
+	at := time.Unix(1700000000, 7).UTC()
+	reserve := func(rid string) accounts.Ticket {
+		e := accounts.LedgerEntry{At: at, AccountID: "a", KeyID: "k", RequestID: rid, Model: "m", AmountMicroUSD: 900}
+		tk, ok := w.Reserve(e)
+		if !ok {
+			t.Fatal("reserve shed")
+		}
+		if err := w.Secure(context.Background(), tk, &e, false); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	settle := func(rid string, cost int64) accounts.LedgerEntry {
+		return accounts.LedgerEntry{At: at.Add(time.Second), AccountID: "a", KeyID: "k", RequestID: rid, Model: "m\t\"2\"",
+			Deployment: "oa-east", Kind: accounts.KindSettle, AmountMicroUSD: cost,
+			Tokens: accounts.Tokens{Input: 1200, Cached: 1000, CacheWrite: 7, Output: 33, Reasoning: 5},
+			Mark:   accounts.MarkClientCancelled, UsageProvenance: "observed"}
+	}
+	t1 := reserve("served")
+	reserve("open")
+	t3 := reserve("failed")
+	s1 := settle("served", 321)
+	if !w.End(t1, s1) { // takes the reserve's place
+		t.Fatal("settle shed")
+	}
+	s2 := settle("shed-reserve", 45)
+	w.Append(s2) // a settle whose reserve was shed
+	w.End(t3, accounts.LedgerEntry{At: at, AccountID: "a", KeyID: "k", RequestID: "failed", Model: "m", Kind: accounts.KindRelease, AmountMicroUSD: 900})
+	j.Close(false) // kill -9: nothing reached the store
+
+	replay := &fakeStore{}
+	n, err := accounts.ReplayJournals(context.Background(), dir, "", replay)
+	if err != nil || n != 4 {
+		t.Fatalf("ReplayJournals = %d, %v; want 4 (2 settles, 2 reserves)", n, err)
+	}
+	byReq := map[string]accounts.LedgerEntry{}
+	for _, e := range replay.written {
+		byReq[e.RequestID+":"+string(e.Kind)] = e
+	}
+	if got := replay.kinds(); !slices.Equal(got, []string{"open:reserve", "failed:reserve", "served:settle", "shed-reserve:settle"}) {
+		t.Fatalf("replayed %v; want the settles, and the reserves without one", got)
+	}
+	if got := byReq["served:settle"]; got != s1 {
+		t.Errorf("replayed settle %+v, want %+v", got, s1)
+	}
+	if got := byReq["shed-reserve:settle"]; got != s2 {
+		t.Errorf("replayed settle %+v, want %+v", got, s2)
+	}
+	if got := byReq["open:reserve"]; got.Replica != "rep_dead" {
+		t.Errorf("replayed reserve %+v, want the dead replica's id", got)
+	}
+}

@@ -262,7 +262,7 @@ func (c *cluster) replayedBySurvivors() int {
 }
 
 // replayedRE finds the survivors' log lines of a journal replay (accounts.Reconciler).
-var replayedRE = regexp.MustCompile(`ledger: (\d+) reserves replayed from the journal`)
+var replayedRE = regexp.MustCompile(`ledger: (\d+) entries \(reserves and settles\) replayed from the journal`)
 
 // burst sends n chat completions at once with secret, round robin over the replicas reps, and
 // returns what the callers saw.

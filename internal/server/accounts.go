@@ -63,7 +63,7 @@ func (s *Server) initAccounts(cfg *config.Config, o Options, prev *Server) error
 			s.logf("ledger: replaying the journals of processes that died: %v; retried every heartbeat", err)
 		}
 		if n > 0 {
-			s.logf("ledger: %d reserves replayed from the journals of a process that did not drain its ledger writer; the reconciliation closes them", n)
+			s.logf("ledger: %d entries (reserves and settles) replayed from the journals of a process that did not drain its ledger writer; the reconciliation closes the reserves left open", n)
 		}
 		if wo.Journal, err = accounts.OpenJournal(journalDir, s.replica); err != nil {
 			return err

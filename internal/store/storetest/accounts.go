@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,6 +43,7 @@ func RunAccounts(t *testing.T, open OpenAccounts) {
 		{"LedgerReserveRelease", testLedgerReserveRelease},
 		{"LedgerLargeBatch", testLedgerLargeBatch},
 		{"LedgerCrashReconcile", testLedgerCrashReconcile},
+		{"JournalReplay", testJournalReplay},
 		{"ReconcileSparesItself", testReconcileSparesItself},
 		{"Policies", testPolicies},
 		{"Connections", testConnections},
@@ -737,4 +739,111 @@ func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
 	if len(open) != 0 {
 		t.Errorf("after ForgetReplicas, open reserves of gone replicas %+v, want none", open)
 	}
+}
+
+// testJournalReplay (issue 24 item 1, R-BILL-1): a process killed with settles queued leaves
+// them in its ledger journal, and the replay bills each once, at its cost: a settle whose batch
+// committed before the kill is not billed again, one that never reached the store is, one whose
+// reserve the crash reconciliation already released (a journal replayed late) still bills what
+// was served, and a reserve without a settle stays open for the reconciliation. A second replay
+// changes nothing.
+func testJournalReplay(t *testing.T, st accounts.Store) {
+	rs, ok := st.(accounts.ReplicaStore)
+	if !ok {
+		t.Fatal("the store does not implement accounts.ReplicaStore")
+	}
+	seed(t, st)
+	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 100_000})
+	must(t, err)
+	dir := t.TempDir()
+	j, err := accounts.OpenJournal(dir, "rep_killed")
+	must(t, err)
+	ks := &killableStore{Store: st}
+	w := accounts.NewWriter(ks, accounts.WriterOptions{FlushInterval: time.Hour, Replica: "rep_killed", Journal: j,
+		DrainTimeout: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	at := time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)
+	admit := func(rid string) (accounts.Ticket, accounts.LedgerEntry) {
+		e := accounts.LedgerEntry{At: at, AccountID: "a1", KeyID: "k1", RequestID: rid, Model: "gpt-4o-mini", AmountMicroUSD: 900}
+		tk, ok := w.Reserve(e)
+		if !ok {
+			t.Fatal("reserve shed")
+		}
+		must(t, w.Secure(bg, tk, &e, false))
+		return tk, e
+	}
+	settle := func(rid string, cost int64) accounts.LedgerEntry {
+		return accounts.LedgerEntry{At: at.Add(time.Second), AccountID: "a1", KeyID: "k1", RequestID: rid, Model: "gpt-4o-mini",
+			Deployment: "oa", Kind: accounts.KindSettle, AmountMicroUSD: cost, Tokens: accounts.Tokens{Input: 10, Cached: 8, Output: 2},
+			UsageProvenance: "observed"}
+	}
+	// committed: settled, and its batch written (Flush) before the kill.
+	tk, _ := admit("committed")
+	w.End(tk, settle("committed", 100))
+	must(t, w.Flush(bg))
+	// late: its reserve reached the store, and the reconciliation released it before the
+	// journal was replayed.
+	tk, _ = admit("late")
+	must(t, w.Flush(bg))
+	must(t, st.AppendLedger(bg, []accounts.LedgerEntry{{At: at.Add(time.Second), AccountID: "a1", KeyID: "k1", RequestID: "late",
+		Model: "gpt-4o-mini", Kind: accounts.KindRelease, AmountMicroUSD: 900, Mark: accounts.MarkUnsettledCrash}}))
+	w.End(tk, settle("late", 3))
+	// queued: settled after the last flush; its settle is only in the queue and the journal.
+	tk, _ = admit("queued")
+	w.End(tk, settle("queued", 20))
+	// open: secured, never settled.
+	admit("open")
+	// kill -9: the queue is lost (the store answers the writer no more), the journal stays.
+	ks.killed.Store(true)
+	cancel()
+	if err := <-ran; err == nil {
+		t.Fatal("the writer drained to a killed store")
+	}
+
+	for range 2 {
+		_, err = accounts.ReplayJournals(bg, dir, "rep_other", st)
+		must(t, err)
+		a, err := st.Account(bg, "a1")
+		must(t, err)
+		if want := int64(100_000 - 100 - 20 - 3); a.BalanceMicroUSD != want {
+			t.Fatalf("balance after the replay %d, want %d (each settle billed once)", a.BalanceMicroUSD, want)
+		}
+	}
+	es, err := st.Ledger(bg, "a1", 0)
+	must(t, err)
+	count := map[string]int{}
+	for _, e := range es {
+		count[string(e.Kind)+" "+e.RequestID]++
+		if e.RequestID == "queued" && e.Kind == accounts.KindSettle && (e.Deployment != "oa" || e.Tokens.Cached != 8 || e.UsageProvenance != "observed") {
+			t.Errorf("replayed settle %+v lost a field", e)
+		}
+	}
+	for k, want := range map[string]int{"settle committed": 1, "settle queued": 1, "reserve queued": 0, "settle late": 1,
+		"release late": 1, "reserve open": 1} {
+		if count[k] != want {
+			t.Errorf("%q stored %d times, want %d (ledger %v)", k, count[k], want, count)
+		}
+	}
+	open, err := rs.OpenReserves(bg, time.Now(), "rep_me", 100)
+	must(t, err)
+	if len(open) != 1 || open[0].RequestID != "open" || open[0].Replica != "rep_killed" {
+		t.Errorf("open reserves %+v, want only the unsettled one, of rep_killed", open)
+	}
+}
+
+// killableStore is a store whose AppendLedger fails once killed is set: a writer draining to
+// it loses its queue, as a killed process does.
+type killableStore struct {
+	accounts.Store
+	killed atomic.Bool
+}
+
+func (k *killableStore) AppendLedger(ctx context.Context, es []accounts.LedgerEntry) error {
+	if k.killed.Load() {
+		return errors.New("killed")
+	}
+	return k.Store.AppendLedger(ctx, es)
 }
