@@ -183,8 +183,9 @@ func (j *FileJournal) Close(clean bool) error {
 // every heartbeat, and a process at its start). Each reserve names the replica whose file it
 // came from; a reserve (or its settle or release) already stored is skipped by the store
 // (AppendLedger's unique indexes), and a reserve whose request has ended is not reopened, so
-// replaying twice changes nothing. It returns how many entries it wrote. A line that cannot be
-// read (a torn last write) is skipped. A missing dir replays nothing.
+// replaying twice changes nothing. It returns how many entries it gave the store (an open
+// reserve already stored is given again, and skipped there). A line that cannot be read (a
+// torn last write) is skipped. A missing dir replays nothing.
 func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
 	if err != nil {
@@ -260,32 +261,32 @@ func replayJournal(ctx context.Context, path, replica string, st Store) (int, er
 		return 0, err
 	}
 	// A journal holds the reserves committed since its segment was last reused, and their
-	// settles: most of them ended, many by a settle that took the reserve's place. Those stay
-	// one row: a reserve is dropped when its request has an end stored or a settle in the
-	// journal. A settle is always written (the store skips one already stored): after an end
-	// stored by the crash reconciliation (a release, when this journal was not replayed in
-	// time) it still bills what was served.
+	// settles: most of them stored already, many as a settle that took the reserve's place.
+	// Those stay one row: a reserve is dropped when its request has an end stored or a settle
+	// in the journal, a settle when one is stored. A settle whose request has only a release
+	// stored (the crash reconciliation's, when this journal was not replayed in time) is
+	// written: it bills what was served. (Without an EndReader the store skips what it has.)
 	settled := map[string]bool{}
+	ids := make([]string, 0, len(es))
 	for i := range es {
 		if es[i].Kind == KindSettle {
 			settled[es[i].RequestID] = true
 		}
+		ids = append(ids, es[i].RequestID)
 	}
-	ended := map[string]bool{}
-	if er, ok := st.(EndReader); ok && len(es) > len(settled) {
-		ids := make([]string, 0, len(es)-len(settled))
-		for i := range es {
-			if es[i].Kind == KindReserve && !settled[es[i].RequestID] {
-				ids = append(ids, es[i].RequestID)
-			}
-		}
+	var ended map[string]Kind
+	if er, ok := st.(EndReader); ok && len(ids) > 0 {
+		slices.Sort(ids)
 		var err error
-		if ended, err = er.EndedRequests(ctx, ids); err != nil {
+		if ended, err = er.EndedRequests(ctx, slices.Compact(ids)); err != nil {
 			return 0, err
 		}
 	}
 	es = slices.DeleteFunc(es, func(e LedgerEntry) bool {
-		return e.Kind == KindReserve && (settled[e.RequestID] || ended[e.RequestID])
+		if e.Kind == KindSettle {
+			return ended[e.RequestID] == KindSettle
+		}
+		return settled[e.RequestID] || ended[e.RequestID] != ""
 	})
 	for rest := es; len(rest) > 0; {
 		n := min(len(rest), 512)
@@ -298,10 +299,13 @@ func replayJournal(ctx context.Context, path, replica string, st Store) (int, er
 }
 
 // EndReader is a store that says which requests have a settle or a release stored
-// (ReplayJournals then skips their reserves); the SQL stores implement it.
+// (ReplayJournals then skips their reserves, and the settles already stored); the SQL stores
+// implement it.
 type EndReader interface {
-	// EndedRequests returns the ids among ids that have a settle or a release stored.
-	EndedRequests(ctx context.Context, ids []string) (map[string]bool, error)
+	// EndedRequests returns the ids among ids that have a settle or a release stored, each
+	// with the kind of its end: KindSettle when it has a settle (with or without a release),
+	// else KindRelease.
+	EndedRequests(ctx context.Context, ids []string) (map[string]Kind, error)
 }
 
 // staleSegmentAge is how old a temporary segment must be before a replay removes it.

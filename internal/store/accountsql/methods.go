@@ -594,26 +594,28 @@ func (s *Store) OpenReserves(ctx context.Context, staleBefore time.Time, self st
 
 // EndedRequests implements accounts.EndReader: one indexed lookup per id (ledger_settle_request,
 // ledger_release_request), 500 ids a statement.
-func (s *Store) EndedRequests(ctx context.Context, ids []string) (map[string]bool, error) {
-	out := make(map[string]bool)
+func (s *Store) EndedRequests(ctx context.Context, ids []string) (map[string]accounts.Kind, error) {
+	out := make(map[string]accounts.Kind)
 	for rest := ids; len(rest) > 0; {
 		n := min(len(rest), 500)
 		args := make([]any, n)
 		for i, id := range rest[:n] {
 			args[i] = id
 		}
-		q := repeatRows(`SELECT request_id FROM ledger WHERE kind IN ('settle', 'release') AND request_id IN (`, "?", n, `)`)
+		q := repeatRows(`SELECT request_id, kind FROM ledger WHERE kind IN ('settle', 'release') AND request_id IN (`, "?", n, `)`)
 		rows, err := s.rdb.QueryContext(ctx, s.q(q), args...)
 		if err != nil {
 			return nil, wrap("reading ended requests", err)
 		}
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var id, kind string
+			if err := rows.Scan(&id, &kind); err != nil {
 				rows.Close()
 				return nil, wrap("reading ended requests", err)
 			}
-			out[id] = true
+			if out[id] != accounts.KindSettle {
+				out[id] = accounts.Kind(kind)
+			}
 		}
 		err = rows.Err()
 		rows.Close()
