@@ -183,8 +183,8 @@ func (j *FileJournal) Close(clean bool) error {
 // every heartbeat, and a process at its start). Each reserve names the replica whose file it
 // came from; a reserve (or its settle or release) already stored is skipped by the store
 // (AppendLedger's unique indexes), and a reserve whose request has ended is not reopened, so
-// replaying twice changes nothing. It returns how many entries it gave the store (an open
-// reserve already stored is given again, and skipped there). A line that cannot be read (a
+// replaying twice changes nothing. It returns how many entries it wrote (with a store that is
+// not a LedgerReporter: gave the store, which skips what it has). A line that cannot be read (a
 // torn last write) is skipped. A missing dir replays nothing.
 func ReplayJournals(ctx context.Context, dir, except string, st Store) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*"+journalExt))
@@ -288,14 +288,21 @@ func replayJournal(ctx context.Context, path, replica string, st Store) (int, er
 		}
 		return settled[e.RequestID] || ended[e.RequestID] != ""
 	})
+	total := 0
 	for rest := es; len(rest) > 0; {
 		n := min(len(rest), 512)
-		if err := st.AppendLedger(ctx, rest[:n]); err != nil {
+		written, err := appendReport(ctx, st, rest[:n])
+		if err != nil {
 			return 0, err
+		}
+		for _, w := range written {
+			if w {
+				total++
+			}
 		}
 		rest = rest[n:]
 	}
-	return len(es), os.Remove(path)
+	return total, os.Remove(path)
 }
 
 // EndReader is a store that says which requests have a settle or a release stored

@@ -111,7 +111,8 @@ func (r *Reconciler) Beat(ctx context.Context) error {
 const reconcileBatch = 256
 
 // Reconcile closes the open reserves of the replicas gone at now, in batches, and returns how
-// many entries it wrote. The replica's own reserves are never among them, however stale its
+// many entries it wrote (with a LedgerReporter store, those another replica's reconciliation
+// wrote first are neither returned nor counted). The replica's own reserves are never among them, however stale its
 // stored heartbeat (a store hang longer than ReplicaTimeout between the heartbeat's write and
 // this read): its own requests are alive and end their reserves themselves.
 func (r *Reconciler) Reconcile(ctx context.Context, now time.Time) (int, error) {
@@ -149,15 +150,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, now time.Time) (int, error) 
 			ends = append(ends, end)
 			marks = append(marks, end.Mark)
 		}
-		if err := r.ledger.AppendLedger(ctx, ends); err != nil {
+		written, err := appendReport(ctx, r.ledger, ends)
+		if err != nil {
 			return total, err
 		}
-		for _, m := range marks {
-			r.o.Count(m)
+		n := 0
+		for i, m := range marks {
+			if written[i] { // another replica's reconciliation may have closed it first
+				r.o.Count(m)
+				n++
+			} else if m == MarkUnsettledCrash {
+				crashed--
+			}
 		}
-		total += len(ends)
-		r.o.Logf("accounts: reconciled %d reserves of replicas gone (%d %s: served or not, unknown; nothing billed); first request %s",
-			len(ends), crashed, MarkUnsettledCrash, open[0].RequestID)
+		total += n
+		if n > 0 {
+			r.o.Logf("accounts: reconciled %d reserves of replicas gone (%d %s: served or not, unknown; nothing billed); first request %s",
+				n, crashed, MarkUnsettledCrash, open[0].RequestID)
+		}
 		if len(open) < reconcileBatch {
 			return total, nil
 		}
@@ -206,4 +216,30 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// LedgerReporter is a store whose ledger append says which entries it wrote: an entry it
+// already holds (its kind for its request is stored: another replica's reconciliation, a
+// replayed journal) is skipped. The SQL stores implement it; the Reconciler counts only what
+// it wrote (switchyard_ledger_reconciled_total), and ReplayJournals returns it.
+type LedgerReporter interface {
+	// AppendLedgerReport is AppendLedger, and reports for each entry of entries whether it
+	// was written (false: skipped, or the append failed).
+	AppendLedgerReport(ctx context.Context, entries []LedgerEntry) ([]bool, error)
+}
+
+// appendReport appends es to st and says which it wrote: every one when st is not a
+// LedgerReporter.
+func appendReport(ctx context.Context, st Store, es []LedgerEntry) ([]bool, error) {
+	if lr, ok := st.(LedgerReporter); ok {
+		return lr.AppendLedgerReport(ctx, es)
+	}
+	if err := st.AppendLedger(ctx, es); err != nil {
+		return make([]bool, len(es)), err
+	}
+	written := make([]bool, len(es))
+	for i := range written {
+		written[i] = true
+	}
+	return written, nil
 }

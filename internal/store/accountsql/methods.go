@@ -359,6 +359,22 @@ const ledgerChunk = 512
 // connection instead of once per batch (issue 15: parsing was half of the ledger writer's CPU
 // with keyed requests, whose batches are a few entries each).
 func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry) error {
+	return s.appendLedger(ctx, entries, nil)
+}
+
+// AppendLedgerReport implements accounts.LedgerReporter: AppendLedger, and for each entry
+// whether it was written (false: the store had it, and skipped it).
+func (s *Store) AppendLedgerReport(ctx context.Context, entries []accounts.LedgerEntry) ([]bool, error) {
+	written := make([]bool, len(entries))
+	if err := s.appendLedger(ctx, entries, written); err != nil {
+		return make([]bool, len(entries)), err
+	}
+	return written, nil
+}
+
+// appendLedger is AppendLedger; a non-nil written (one per entry) is set for the entries
+// written. When the transaction fails nothing is written, whatever it says.
+func (s *Store) appendLedger(ctx context.Context, entries []accounts.LedgerEntry, written []bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -367,16 +383,21 @@ func (s *Store) AppendLedger(ctx context.Context, entries []accounts.LedgerEntry
 		return wrap("writing the ledger", err)
 	}
 	return wrap("writing the ledger", s.inTx(ctx, func(tx *sql.Tx) error {
+		clear(written) // a retried transaction starts over
 		settled := make(map[string]int64)
-		for rest := entries; len(rest) > 0; {
+		for off, rest := 0, entries; len(rest) > 0; {
 			n := 1 << level(min(len(rest), ledgerChunk))
-			if err := s.insertChunk(ctx, tx, ls, rest[:n], settled); err != nil {
+			var w []bool
+			if written != nil {
+				w = written[off : off+n]
+			}
+			if err := s.insertChunk(ctx, tx, ls, rest[:n], settled, w); err != nil {
 				return err
 			}
 			if err := s.trackOpen(ctx, tx, ls, rest[:n]); err != nil {
 				return err
 			}
-			rest = rest[n:]
+			rest, off = rest[n:], off+n
 		}
 		ids := make([]string, 0, len(settled))
 		for id, micro := range settled {
@@ -489,8 +510,9 @@ func repeatRows(head, row string, n int, tail string) string {
 }
 
 // insertChunk inserts es (a power of two of entries) in one statement and adds the amount of
-// each settle it inserted to settled, by account.
-func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es []accounts.LedgerEntry, settled map[string]int64) error {
+// each settle it inserted to settled, by account; a non-nil written (one per entry of es) is
+// set for those it inserted.
+func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es []accounts.LedgerEntry, settled map[string]int64, written []bool) error {
 	args := make([]any, 0, 16*len(es))
 	for i := range es {
 		e := &es[i]
@@ -504,13 +526,23 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var kind, account string
+		var kind, account, request string
 		var micro int64
-		if err := rows.Scan(&kind, &account, &micro); err != nil {
+		if err := rows.Scan(&kind, &account, &micro, &request); err != nil {
 			return err
 		}
 		if accounts.Kind(kind) == accounts.KindSettle {
 			settled[account] += micro
+		}
+		if written != nil {
+			// The row inserted is the first entry of its kind and request (a later one in
+			// the chunk conflicted with it).
+			for i := range es {
+				if !written[i] && string(es[i].Kind) == kind && es[i].RequestID == request && es[i].AccountID == account {
+					written[i] = true
+					break
+				}
+			}
 		}
 	}
 	return rows.Err()
@@ -638,7 +670,7 @@ const (
 	insertRows = `INSERT INTO ledger (at, account_id, key_id, request_id, model, deployment, kind,
     input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, amount_micro_usd, mark, usage_provenance, replica) VALUES `
 	insertRow       = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertReturning = ` ON CONFLICT DO NOTHING RETURNING kind, account_id, amount_micro_usd`
+	insertReturning = ` ON CONFLICT DO NOTHING RETURNING kind, account_id, amount_micro_usd, request_id`
 )
 
 // Ledger implements accounts.Store.
