@@ -84,6 +84,20 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// seedCrash seeds st (seed) and credits a1 with micro micro-USD, for the crash tests: it
+// returns st's accounts.ReplicaStore.
+func seedCrash(t *testing.T, st accounts.Store, micro int64) accounts.ReplicaStore {
+	t.Helper()
+	rs, ok := st.(accounts.ReplicaStore)
+	if !ok {
+		t.Fatal("the store does not implement accounts.ReplicaStore")
+	}
+	seed(t, st)
+	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: micro})
+	must(t, err)
+	return rs
+}
+
 // seed stores account a1 (with workspace w1) and a2, and returns a key of a1 in w1.
 func seed(t *testing.T, st accounts.Store) *accounts.Key {
 	t.Helper()
@@ -637,13 +651,7 @@ func testSettledSums(t *testing.T, st accounts.Store) {
 // not have), each once however often it runs, and a late settle of a crash-released request
 // still bills it once.
 func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
-	rs, ok := st.(accounts.ReplicaStore)
-	if !ok {
-		t.Fatal("the store does not implement accounts.ReplicaStore")
-	}
-	seed(t, st)
-	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 10_000})
-	must(t, err)
+	rs := seedCrash(t, st, 10_000)
 	now := time.Now()
 	must(t, rs.Heartbeat(bg, "rep_live", now.Add(-time.Hour), now))
 	must(t, rs.Heartbeat(bg, "rep_dead", now.Add(-time.Hour), now.Add(-time.Minute)))
@@ -760,13 +768,8 @@ func testLedgerCrashReconcile(t *testing.T, st accounts.Store) {
 // was served, and a reserve without a settle stays open for the reconciliation. A second replay
 // changes nothing.
 func testJournalReplay(t *testing.T, st accounts.Store) {
-	rs, ok := st.(accounts.ReplicaStore)
-	if !ok {
-		t.Fatal("the store does not implement accounts.ReplicaStore")
-	}
-	seed(t, st)
-	_, err := st.Credit(bg, &accounts.LedgerEntry{AccountID: "a1", Kind: accounts.KindCredit, AmountMicroUSD: 100_000})
-	must(t, err)
+	rs := seedCrash(t, st, 100_000)
+	var err error
 	dir := t.TempDir()
 	j, err := accounts.OpenJournal(dir, "rep_killed")
 	must(t, err)
