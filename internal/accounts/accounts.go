@@ -143,6 +143,16 @@ type LedgerEntry struct {
 	Replica string
 }
 
+// MaxEntryMicroUSD bounds a ledger entry's amount: 2^46 micro-USD, about 70 million USD, far
+// above any one request's cost or reserve. The request path clamps its entries to it
+// (billing.Reservation), a journal line above it is not one Log wrote, and no batch of
+// entries can overflow a balance's int64 sum.
+const MaxEntryMicroUSD = 1 << 46
+
+// MaxEntryTokens bounds each token count of a settle: 2^40, the relay's MaxUsageTokens
+// (provider reports saturate there).
+const MaxEntryTokens = 1 << 40
+
 // The marks of a settle entry (R-BILL-2).
 const (
 	// MarkUpstreamTruncated: the provider's stream was cut after output reached the caller;

@@ -364,7 +364,7 @@ func parseJournalLine(line []byte) (LedgerEntry, bool) {
 	}
 	at, err1 := strconv.ParseInt(string(fields[0]), 10, 64)
 	amount, err2 := strconv.ParseInt(string(fields[1]), 10, 64)
-	if err1 != nil || err2 != nil || amount < 0 {
+	if err1 != nil || err2 != nil || amount < 0 || amount > MaxEntryMicroUSD || at < minJournalAt {
 		return LedgerEntry{}, false
 	}
 	var s [4]string
@@ -393,21 +393,32 @@ func parseJournalLine(line []byte) (LedgerEntry, bool) {
 	var n [5]int64
 	for i := range n {
 		v, err := strconv.ParseInt(string(fields[8+i]), 10, 64)
-		if err != nil {
+		if err != nil || v < 0 || v > MaxEntryTokens {
 			return LedgerEntry{}, false
 		}
 		n[i] = v
 	}
 	e.Tokens = Tokens{Input: n[0], Cached: n[1], CacheWrite: n[2], Output: n[3], Reasoning: n[4]}
-	if e.Mark, ok = journalString(fields[13]); !ok {
+	if e.Mark, ok = journalString(fields[13]); !ok || !slices.Contains(journalMarks, e.Mark) {
 		return LedgerEntry{}, false
 	}
-	if e.UsageProvenance, ok = journalString(fields[14]); !ok {
+	if e.UsageProvenance, ok = journalString(fields[14]); !ok || !slices.Contains(journalProvenances, e.UsageProvenance) {
 		return LedgerEntry{}, false
 	}
 	e.Kind = KindSettle
 	return e, true
 }
+
+// What a settle line may say beside its numbers: the marks and usage provenances the request
+// path writes (a journal holds no reconciliation's entry).
+var (
+	journalMarks       = []string{"", MarkUpstreamTruncated, MarkClientCancelled}
+	journalProvenances = []string{"", "observed", "estimated"}
+)
+
+// minJournalAt is the earliest time a journal line may carry (2000-01-01, in Unix ns): an
+// earlier one is not one Log wrote.
+const minJournalAt = 946684800 * int64(time.Second)
 
 // journalString reads one Go-quoted field; false for one Log never wrote (a store would
 // refuse the batch: invalid UTF-8, a NUL).

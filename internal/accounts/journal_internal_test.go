@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 // FuzzJournalRoundTrip: every reserve and settle Log can write reads back as the same entry.
 func FuzzJournalRoundTrip(f *testing.F) {
 	f.Add(int64(1700000000000000005), int64(900), "acct\t1", "k", "req_1", "gpt \"x\"", false, "", int64(0), int64(0), "", "")
+	f.Add(int64(1700000000000000005), int64(MaxEntryMicroUSD), "a", "k", "r", "m", true, "d", int64(MaxEntryTokens), int64(0), "upstream-truncated", "estimated")
 	f.Add(int64(-1), int64(0), "a", "", "r", "", false, "", int64(0), int64(0), "", "")
 	f.Add(int64(0), int64(1)<<62, "é\n\x00", "\\", "r\r", "💥", true, "dep\t", int64(-3), int64(1)<<40, "client-cancelled", "estimated")
 	f.Add(int64(5), int64(77), "a", "k", "r", "m", true, "oa", int64(1200), int64(33), "", "observed")
@@ -32,11 +35,18 @@ func FuzzJournalRoundTrip(f *testing.F) {
 			t.Fatalf("line %q is not one line", line)
 		}
 		got, ok := parseJournalLine(line[:len(line)-1])
-		storable := true
+		storable := at >= minJournalAt && amount >= 0 && amount <= MaxEntryMicroUSD
 		for _, v := range strs {
 			storable = storable && utf8.ValidString(v) && !strings.ContainsRune(v, 0)
 		}
-		if want := account != "" && request != "" && amount >= 0 && storable; ok != want {
+		if settle {
+			t := e.Tokens
+			for _, n := range []int64{t.Input, t.Cached, t.CacheWrite, t.Output, t.Reasoning} {
+				storable = storable && n >= 0 && n <= MaxEntryTokens
+			}
+			storable = storable && slices.Contains(journalMarks, mark) && slices.Contains(journalProvenances, provenance)
+		}
+		if want := account != "" && request != "" && storable; ok != want {
 			t.Fatalf("parsed ok=%v for %+v, want %v", ok, e, want)
 		}
 		if ok && got != e {
@@ -56,8 +66,17 @@ func FuzzParseJournalLine(f *testing.F) {
 	f.Add([]byte("1\t2\t\"a\t\"k\"\t\"r\"\t\"m\""))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, ok := parseJournalLine(line)
-		if ok && (e.AccountID == "" || e.RequestID == "" || e.AmountMicroUSD < 0 || e.Kind != KindReserve && e.Kind != KindSettle) {
+		if !ok {
+			return
+		}
+		if e.AccountID == "" || e.RequestID == "" || e.AmountMicroUSD < 0 || e.AmountMicroUSD > MaxEntryMicroUSD ||
+			e.At.UnixNano() < minJournalAt || e.Kind != KindReserve && e.Kind != KindSettle {
 			t.Fatalf("accepted %q as %+v", line, e)
+		}
+		for _, n := range []int64{e.Tokens.Input, e.Tokens.Cached, e.Tokens.CacheWrite, e.Tokens.Output, e.Tokens.Reasoning} {
+			if n < 0 || n > MaxEntryTokens {
+				t.Fatalf("accepted %q with a token count of %d", line, n)
+			}
 		}
 	})
 }
@@ -67,7 +86,7 @@ func FuzzParseJournalLine(f *testing.F) {
 func TestReadJournalSkipsBadLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rep_x.0.jnl")
 	good := func(rid string) []byte {
-		return appendJournalLine(nil, &LedgerEntry{At: time.Unix(1, 0).UTC(), AmountMicroUSD: 5, AccountID: "a", RequestID: rid})
+		return appendJournalLine(nil, &LedgerEntry{At: time.Unix(1700000000, 0).UTC(), AmountMicroUSD: 5, AccountID: "a", RequestID: rid})
 	}
 	var b bytes.Buffer
 	b.Write(good("r1"))
@@ -105,7 +124,7 @@ func TestReplayGoesPastABadFile(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "rep_bad.0.jnl"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	line := appendJournalLine(nil, &LedgerEntry{At: time.Unix(1, 0).UTC(), AmountMicroUSD: 5, AccountID: "a", RequestID: "r1"})
+	line := appendJournalLine(nil, &LedgerEntry{At: time.Unix(1700000000, 0).UTC(), AmountMicroUSD: 5, AccountID: "a", RequestID: "r1"})
 	if err := os.WriteFile(filepath.Join(dir, "rep_dead.0.jnl"), line, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -143,4 +162,34 @@ type recordingStore struct {
 func (r *recordingStore) AppendLedger(_ context.Context, es []LedgerEntry) error {
 	r.es = append(r.es, es...)
 	return nil
+}
+
+// TestParseJournalLineBounds: the lines an adversarial run crafted into a dead replica's
+// journal are not read: two settles whose sum wraps an int64 (which credited the account 2^64
+// micro-USD when stored), negative or absurd token counts, a time before 2000, a mark or a
+// provenance the request path never writes. The largest line Log may write is read.
+func TestParseJournalLineBounds(t *testing.T) {
+	line := func(at, amount, input string, mark, prov string) []byte {
+		return []byte(at + "\t" + amount + "\t\"acct\"\t\"k\"\t\"req\"\t\"m\"\tsettle\t\"d\"\t" + input + "\t0\t0\t1\t0\t" +
+			strconv.Quote(mark) + "\t" + strconv.Quote(prov))
+	}
+	const now = "1764900000000000000"
+	for name, l := range map[string][]byte{
+		"max int64 amount":      line(now, "9223372036854775807", "1", "", "observed"),
+		"wrapping amount":       line(now, "9223372035854775809", "1", "", "observed"),
+		"amount over the cap":   line(now, strconv.FormatInt(MaxEntryMicroUSD+1, 10), "1", "", "observed"),
+		"negative tokens":       line(now, "100", "-1000", "", "observed"),
+		"absurd tokens":         line(now, "100", "9223372036854775807", "", "observed"),
+		"min int64 time":        line("-9223372036854775808", "100", "1", "", "observed"),
+		"a reconciliation mark": line(now, "100", "1", MarkAuditSettled, "observed"),
+		"unknown provenance":    line(now, "100", "1", "", "nonsense"),
+	} {
+		if e, ok := parseJournalLine(l); ok {
+			t.Errorf("%s: read %q as %+v", name, l, e)
+		}
+	}
+	if _, ok := parseJournalLine(line(now, strconv.FormatInt(MaxEntryMicroUSD, 10), strconv.FormatInt(MaxEntryTokens, 10),
+		MarkClientCancelled, "estimated")); !ok {
+		t.Error("the largest line Log may write was not read")
+	}
 }

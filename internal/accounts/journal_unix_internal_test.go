@@ -27,7 +27,7 @@ func TestReplaySkipsWhatIsNotAFile(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "rep_dangling.0.jnl")); err != nil {
 		t.Fatal(err)
 	}
-	line := appendJournalLine(nil, &LedgerEntry{At: time.Unix(1, 0).UTC(), AmountMicroUSD: 5, AccountID: "a", RequestID: "r1"})
+	line := appendJournalLine(nil, &LedgerEntry{At: time.Unix(1700000000, 0).UTC(), AmountMicroUSD: 5, AccountID: "a", RequestID: "r1"})
 	if err := os.WriteFile(filepath.Join(dir, "rep_dead.0.jnl"), line, 0o600); err != nil {
 		t.Fatal(err)
 	}

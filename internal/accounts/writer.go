@@ -565,9 +565,18 @@ func (w *Writer) warnLag() {
 		w.mu.Lock()
 		n := len(w.queue)
 		w.mu.Unlock()
-		w.logf("WARNING: accounts: the ledger writer is %v behind (%d entries queued): a crash now would lose their settles to the reconciliation", lag.Round(time.Millisecond), n)
+		w.logf("WARNING: accounts: the ledger writer is %v behind (%d entries queued): %s", lag.Round(time.Millisecond), n, w.lagRisk())
 		w.lastLag = now
 	}
+}
+
+// lagRisk says what a crash while the writer lags would cost: with a journal, nothing (every
+// settle is in it), without one the settles queued.
+func (w *Writer) lagRisk() string {
+	if w.journal != nil {
+		return "the journal holds their settles and secured reserves, so a crash now loses no bill"
+	}
+	return "a crash now would lose their settles to the reconciliation"
 }
 
 func (w *Writer) logErr(err error) {

@@ -159,7 +159,7 @@ func (b *Biller) Reserve(ctx context.Context, req Request) (*Reservation, error)
 // reserveEntry is the request's reserve entry.
 func (r *Reservation) reserveEntry() accounts.LedgerEntry {
 	return accounts.LedgerEntry{At: r.at, AccountID: r.acct, KeyID: r.key, RequestID: r.rid, Model: r.model,
-		Kind: accounts.KindReserve, AmountMicroUSD: r.reserve}
+		Kind: accounts.KindReserve, AmountMicroUSD: min(r.reserve, accounts.MaxEntryMicroUSD)}
 }
 
 // Secure is the request's commit gate (issue 24 item 1): called once before the first byte of
@@ -205,8 +205,9 @@ func (r *Reservation) Settle(s Settlement) {
 		return
 	}
 	e := accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
-		Model: s.Model, Deployment: s.Deployment, Kind: accounts.KindSettle, AmountMicroUSD: max(s.CostMicroUSD, 0),
-		Tokens: s.Tokens, Mark: s.Mark, UsageProvenance: s.Provenance}
+		Model: s.Model, Deployment: s.Deployment, Kind: accounts.KindSettle,
+		AmountMicroUSD: min(max(s.CostMicroUSD, 0), accounts.MaxEntryMicroUSD),
+		Tokens:         boundTokens(s.Tokens), Mark: s.Mark, UsageProvenance: s.Provenance}
 	if r.queued {
 		r.ledger.End(r.ticket, e)
 	} else {
@@ -229,7 +230,7 @@ func (r *Reservation) Release() {
 		return
 	}
 	r.ledger.End(r.ticket, accounts.LedgerEntry{At: r.endAt(), AccountID: r.acct, KeyID: r.key, RequestID: r.rid,
-		Model: r.model, Kind: accounts.KindRelease, AmountMicroUSD: r.reserve})
+		Model: r.model, Kind: accounts.KindRelease, AmountMicroUSD: min(r.reserve, accounts.MaxEntryMicroUSD)})
 }
 
 // Queued reports whether the request's reserve entry was queued: Secure then has work to do
@@ -238,6 +239,15 @@ func (r *Reservation) Queued() bool { return r != nil && r.queued }
 
 // Ended reports whether Settle or Release ran.
 func (r *Reservation) Ended() bool { return r == nil || r.ended }
+
+// boundTokens clamps each count of t to [0, accounts.MaxEntryTokens] (the relay's usage already
+// saturates there; a journal line beyond it would not be read back).
+func boundTokens(t accounts.Tokens) accounts.Tokens {
+	for _, v := range [...]*int64{&t.Input, &t.Cached, &t.CacheWrite, &t.Output, &t.Reasoning} {
+		*v = min(max(*v, 0), accounts.MaxEntryTokens)
+	}
+	return t
+}
 
 // endAt is the At of the entry that ends the request: never before the reserve's At, even when
 // the wall clock steps back in between (the monotonic clock measures the time since).

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -532,6 +533,12 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es
 			return err
 		}
 		if accounts.Kind(kind) == accounts.KindSettle {
+			// The request path bounds each amount (accounts.MaxEntryMicroUSD); a sum that would
+			// still overflow (entries no gateway wrote) fails the batch instead of wrapping
+			// into a credit.
+			if micro < 0 || micro > math.MaxInt64-settled[account] {
+				return fmt.Errorf("settles of account %q out of range", account)
+			}
 			settled[account] += micro
 		}
 		if written != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -859,6 +860,23 @@ func testJournalReplay(t *testing.T, st accounts.Store) {
 	must(t, err)
 	if len(open) != 1 || open[0].RequestID != "open" || open[0].Replica != "rep_killed" {
 		t.Errorf("open reserves %+v, want only the unsettled one, of rep_killed", open)
+	}
+
+	// Two settles whose sum wraps an int64 (entries no gateway writes: each is over
+	// accounts.MaxEntryMicroUSD; a crafted journal once stored them as a 2^64 credit) fail
+	// their batch, and change nothing.
+	before, err := st.Account(bg, "a1")
+	must(t, err)
+	if err := st.AppendLedger(bg, []accounts.LedgerEntry{
+		{At: at, AccountID: "a1", KeyID: "k1", RequestID: "ovf1", Kind: accounts.KindSettle, AmountMicroUSD: math.MaxInt64},
+		{At: at, AccountID: "a1", KeyID: "k1", RequestID: "ovf2", Kind: accounts.KindSettle, AmountMicroUSD: math.MaxInt64 - 999_999_999},
+	}); err == nil {
+		t.Error("two settles summing past an int64 were stored")
+	}
+	after, err := st.Account(bg, "a1")
+	must(t, err)
+	if after.BalanceMicroUSD != before.BalanceMicroUSD {
+		t.Errorf("balance %d after a refused batch, want %d", after.BalanceMicroUSD, before.BalanceMicroUSD)
 	}
 }
 
