@@ -93,6 +93,7 @@ func prefixOf(t *testing.T, url string) string {
 	}
 	p := testPrefix(t, url)
 	prefixes.Store(t.Name(), p)
+	t.Cleanup(func() { prefixes.Delete(t.Name()) }) // a rerun (-count) gets keys of its own
 	return p
 }
 
