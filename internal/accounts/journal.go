@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/switchyard-gw/switchyard/internal/audit"
 )
 
 // JournalSegmentBytes is the size past which a FileJournal starts its other segment file,
@@ -177,11 +179,11 @@ func (j *FileJournal) Close(clean bool) error {
 // ReplayJournals writes to st every reserve and settle of the journals in dir that no live
 // process holds, other than those of the replica except (this process's), then removes their
 // files: a journal left by a process that ended without draining its writer (kill -9, an OOM,
-// a drain that timed out). A journal whose lock (flock) another process holds is that process's, alive,
-// and is skipped: replicas may share a directory (on one host, or a volume whose file system
-// honours flock), and each replays the journals of those that died (the Reconciler calls it
-// every heartbeat, and a process at its start). Each reserve names the replica whose file it
-// came from; a reserve (or its settle or release) already stored is skipped by the store
+// a drain that timed out). A journal whose lock (flock) another process holds is that
+// process's, alive, and is skipped: replicas may share a directory (on one host, or a volume
+// whose file system honours flock), and each replays the journals of those that died (the
+// Reconciler calls it every heartbeat, and a process at its start). Each reserve names the
+// replica whose file it came from; a reserve (or its settle or release) already stored is skipped by the store
 // (AppendLedger's unique indexes), and a reserve whose request has ended is not reopened, so
 // replaying twice changes nothing. It returns how many entries it wrote (with a store that is
 // not a LedgerReporter: gave the store, which skips what it has). A line that cannot be read (a
@@ -413,7 +415,7 @@ func parseJournalLine(line []byte) (LedgerEntry, bool) {
 // path writes (a journal holds no reconciliation's entry).
 var (
 	journalMarks       = []string{"", MarkUpstreamTruncated, MarkClientCancelled}
-	journalProvenances = []string{"", "observed", "estimated"}
+	journalProvenances = []string{"", audit.ProvenanceObserved, audit.ProvenanceEstimated}
 )
 
 // minJournalAt is the earliest time a journal line may carry (2000-01-01, in Unix ns): an
