@@ -112,9 +112,10 @@ const reconcileBatch = 256
 
 // Reconcile closes the open reserves of the replicas gone at now, in batches, and returns how
 // many entries it wrote (with a LedgerReporter store, those another replica's reconciliation
-// wrote first are neither returned nor counted). The replica's own reserves are never among them, however stale its
-// stored heartbeat (a store hang longer than ReplicaTimeout between the heartbeat's write and
-// this read): its own requests are alive and end their reserves themselves.
+// wrote first are neither returned nor counted). The replica's own reserves are never among
+// them, however stale its stored heartbeat (a store hang longer than ReplicaTimeout between
+// the heartbeat's write and this read): its own requests are alive and end their reserves
+// themselves.
 func (r *Reconciler) Reconcile(ctx context.Context, now time.Time) (int, error) {
 	total := 0
 	for {

@@ -384,7 +384,6 @@ func (s *Store) appendLedger(ctx context.Context, entries []accounts.LedgerEntry
 		return wrap("writing the ledger", err)
 	}
 	return wrap("writing the ledger", s.inTx(ctx, func(tx *sql.Tx) error {
-		clear(written) // a retried transaction starts over
 		settled := make(map[string]int64)
 		for off, rest := 0, entries; len(rest) > 0; {
 			n := 1 << level(min(len(rest), ledgerChunk))
@@ -526,8 +525,9 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es
 		return err
 	}
 	defer rows.Close()
+	var request sql.RawBytes // compared only, valid until the next row: no copy per row
 	for rows.Next() {
-		var kind, account, request string
+		var kind, account string
 		var micro int64
 		if err := rows.Scan(&kind, &account, &micro, &request); err != nil {
 			return err
@@ -545,7 +545,7 @@ func (s *Store) insertChunk(ctx context.Context, tx *sql.Tx, ls *ledgerStmts, es
 			// The row inserted is the first entry of its kind and request (a later one in
 			// the chunk conflicted with it).
 			for i := range es {
-				if !written[i] && string(es[i].Kind) == kind && es[i].RequestID == request && es[i].AccountID == account {
+				if !written[i] && string(es[i].Kind) == kind && es[i].RequestID == string(request) && es[i].AccountID == account {
 					written[i] = true
 					break
 				}
