@@ -92,7 +92,7 @@ func openLockedSegment(path string) (*os.File, error) {
 }
 
 // Log implements Journal: one line (appendJournalLine), in one write(2).
-func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
+func (j *FileJournal) Log(e LedgerEntry, seq, done uint64) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f[0] == nil {
@@ -107,7 +107,7 @@ func (j *FileJournal) Log(e *LedgerEntry, seq, done uint64) error {
 	if j.torn[j.cur] { // a write that failed part way left a fragment: end it first
 		b = append(b, '\n')
 	}
-	b = appendJournalLine(b, e)
+	b = appendJournalLine(b, &e)
 	j.buf = b
 	n, err := j.f[j.cur].Write(b)
 	if err != nil && n > 0 {

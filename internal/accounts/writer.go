@@ -70,10 +70,11 @@ type WriterOptions struct {
 // Journal is the crash journal of one process's reserves and settles (FileJournal): what
 // Secure writes instead of waiting for a commit, and each settle as it is queued.
 type Journal interface {
-	// Log appends the reserve or settle entry e (queued as number seq) and returns once its bytes are
+	// Log appends the reserve or settle entry e (queued as number seq; by value, so that the
+	// caller's entry stays on its stack) and returns once its bytes are
 	// handed to the operating system (they survive the process, not the machine); done is the
 	// number of the last entry the store holds (the journal may forget every entry <= done).
-	Log(e *LedgerEntry, seq, done uint64) error
+	Log(e LedgerEntry, seq, done uint64) error
 	// Close closes the journal; clean says every entry it holds is in the store (a drained
 	// shutdown), so its files may go.
 	Close(clean bool) error
@@ -233,7 +234,7 @@ func (w *Writer) journalSettle(e *LedgerEntry, seq, done uint64) {
 	if w.journal == nil {
 		return
 	}
-	if err := w.journal.Log(e, seq, done); err != nil {
+	if err := w.journal.Log(*e, seq, done); err != nil {
 		w.journalFailed("a settle could not be journaled, and a crash before its batch commits loses it", err)
 	}
 }
@@ -288,7 +289,7 @@ func (w *Writer) Secure(ctx context.Context, t Ticket, e *LedgerEntry, optional 
 	if w.journal != nil {
 		je := *e
 		je.Kind, je.Replica = KindReserve, w.replica
-		err := w.journal.Log(&je, t.seq, done)
+		err := w.journal.Log(je, t.seq, done)
 		if err != nil { // logged: the 503 a caller gets does not say why
 			w.journalFailed("requests that hold money are refused until it can", err)
 		}

@@ -143,7 +143,7 @@ func TestWriterJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close(true)
-	if err := live.Log(&accounts.LedgerEntry{AccountID: "a", RequestID: "req_live"}, 1, 0); err != nil {
+	if err := live.Log(accounts.LedgerEntry{AccountID: "a", RequestID: "req_live"}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	replay := &fakeStore{}
@@ -204,13 +204,13 @@ func TestJournalSegments(t *testing.T) {
 	seq := uint64(0)
 	for size() < 3*accounts.JournalSegmentBytes { // nothing committed: the journal keeps it all
 		seq++
-		if err := j.Log(&e, seq, 0); err != nil {
+		if err := j.Log(e, seq, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range 100000 { // the store keeps up: done trails by 10 entries
 		seq++
-		if err := j.Log(&e, seq, seq-10); err != nil {
+		if err := j.Log(e, seq, seq-10); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -224,8 +224,8 @@ func TestJournalSegments(t *testing.T) {
 // that died (its lock is gone); replays running at once write each entry once.
 func TestJournalSharedDirectory(t *testing.T) {
 	dir := t.TempDir()
-	entry := func(rid string) *accounts.LedgerEntry {
-		return &accounts.LedgerEntry{At: time.Unix(1700000000, 0).UTC(), AccountID: "a", RequestID: rid, AmountMicroUSD: 7}
+	entry := func(rid string) accounts.LedgerEntry {
+		return accounts.LedgerEntry{At: time.Unix(1700000000, 0).UTC(), AccountID: "a", RequestID: rid, AmountMicroUSD: 7}
 	}
 	live, err := accounts.OpenJournal(dir, "rep_live")
 	if err != nil {
